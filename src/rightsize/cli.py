@@ -1,0 +1,78 @@
+"""The ``rightsize`` command: thin verbs over the libraries.
+
+Each module in :data:`VERB_MODULES` exposes ``register(subparsers, common)`` that adds its
+verbs with ``set_defaults(func=...)``. Verb modules import only the standard library at
+module level, so ``rightsize scalars`` never pays for torch, sklearn or pandas.
+
+Exit codes: 0 ok; 1 unexpected internal error; 2 bad input (file, flag, params key);
+3 integrity failure (checksum, CRC under ``--strict``); 4 bad data (schema, shape, values);
+130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+
+from rightsize import console
+from rightsize.errors import RightsizeError
+
+VERB_MODULES = (
+    "rightsize.verbs.scalars",
+    "rightsize.verbs.telemetry",
+    "rightsize.verbs.cohort",
+    "rightsize.verbs.probes",
+    "rightsize.verbs.sizing",
+    "rightsize.verbs.report",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Build the top-level parser with every verb registered."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--quiet", "-q", action="store_true", help="no progress or info output")
+    common.add_argument("--debug", action="store_true", help="show tracebacks and debug logs")
+    parser = argparse.ArgumentParser(
+        prog="rightsize",
+        description="Measure what ML work costs and keep the answer versioned with DVC.",
+        parents=[common],
+    )
+    sub = parser.add_subparsers(dest="verb", metavar="VERB")
+    for name in VERB_MODULES:
+        importlib.import_module(name).register(sub, common)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``rightsize`` console script; returns the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    console.configure(quiet=args.quiet, debug=args.debug)
+    try:
+        return int(args.func(args) or 0)
+    except RightsizeError as exc:
+        if args.debug:
+            raise
+        print(f"rightsize: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("rightsize: error: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:  # noqa: BLE001 - last-resort one-line report
+        if args.debug:
+            raise
+        logging.getLogger(__name__).debug("internal error", exc_info=True)
+        print(f"rightsize: error: internal: {type(exc).__name__}: {exc} (rerun with --debug)",
+              file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

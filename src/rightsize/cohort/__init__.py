@@ -1,0 +1,1 @@
+"""Cohort library: manifest build and validation. No DVC knowledge."""

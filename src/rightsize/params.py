@@ -1,0 +1,109 @@
+"""Parse ``params.yaml`` blocks into frozen dataclasses, once, at the CLI edge.
+
+Unknown keys, missing keys and values of the wrong type are :class:`ParamsError`s whose
+one-line message names the dotted key (``train.epochs.fused``). Libraries never read
+params files themselves: verbs call :func:`load_block` and pass the dataclass on.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from pathlib import Path
+from typing import Any, TypeVar
+
+from rightsize.errors import ParamsError
+
+C = TypeVar("C")
+
+
+def load_params(path: str | Path) -> dict[str, Any]:
+    """Read a params YAML file into a dict (error names the file when unreadable)."""
+    import yaml
+
+    p = Path(path)
+    if not p.is_file():
+        raise ParamsError(f"{p}: params file not found")
+    try:
+        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise ParamsError(f"{p}: not valid YAML: {str(exc).splitlines()[0]}") from None
+    if not isinstance(data, dict):
+        raise ParamsError(f"{p}: top level must be a mapping")
+    return data
+
+
+def load_block(path: str | Path, key: str, cls: type[C]) -> C:
+    """Parse block ``key`` (dotted, e.g. ``telemetry``) of params file ``path`` into ``cls``."""
+    node: Any = load_params(path)
+    for part in key.split("."):
+        if not isinstance(node, dict) or part not in node:
+            raise ParamsError(f"{path}: missing key {key}")
+        node = node[part]
+    return parse(cls, node, key)
+
+
+def parse(cls: type[C], data: Any, key: str) -> C:
+    """Build dataclass ``cls`` from mapping ``data``; ``key`` prefixes error messages."""
+    if not isinstance(data, dict):
+        raise ParamsError(f"{key}: expected a mapping, got {type(data).__name__}")
+    fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    unknown = sorted(set(data) - set(fields))
+    if unknown:
+        raise ParamsError(f"{key}.{unknown[0]}: unknown key (known: {', '.join(sorted(fields))})")
+    hints = typing.get_type_hints(cls)
+    values = {}
+    for name, field in fields.items():
+        if name in data:
+            values[name] = _coerce(hints[name], data[name], f"{key}.{name}")
+        elif field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING:
+            raise ParamsError(f"{key}.{name}: missing key")
+    obj = cls(**values)
+    check = getattr(obj, "validate", None)
+    if callable(check):
+        check(key)
+    return obj
+
+
+def _coerce(tp: Any, value: Any, key: str) -> Any:
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        inner = [a for a in args if a is not type(None)]
+        return _coerce(inner[0], value, key)
+    if dataclasses.is_dataclass(tp):
+        return parse(tp, value, key)
+    if origin is tuple:
+        if not isinstance(value, list | tuple):
+            raise ParamsError(f"{key}: expected a list, got {value!r}")
+        return tuple(_coerce(args[0], v, f"{key}[{i}]") for i, v in enumerate(value))
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise ParamsError(f"{key}: expected a mapping, got {value!r}")
+        return {k: _coerce(args[1], v, f"{key}.{k}") for k, v in value.items()}
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise ParamsError(f"{key}: expected true/false, got {value!r}")
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ParamsError(f"{key}: expected an integer, got {value!r}")
+        return value
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ParamsError(f"{key}: expected a number, got {value!r}")
+        return float(value)
+    if tp is str:
+        if not isinstance(value, str):
+            raise ParamsError(f"{key}: expected a string, got {value!r}")
+        return value
+    return value
+
+
+def require(ok: bool, key: str, message: str) -> None:
+    """Raise ``ParamsError`` naming ``key`` unless ``ok`` (for ``validate`` methods)."""
+    if not ok:
+        raise ParamsError(f"{key}: {message}")

@@ -1,0 +1,1 @@
+"""Probe library: the four probes, evaluation, footprint and sizing. No DVC knowledge."""

@@ -1,0 +1,1 @@
+"""Telemetry library: records -> events -> runs -> cost. No DVC knowledge."""

@@ -1,0 +1,89 @@
+"""The columnar result of reading event files: the contract between reader and cost report.
+
+One tidy long table, never one Python object per point:
+
+============  ==========  =================================================
+column        type        meaning
+============  ==========  =================================================
+run           dictionary  run name: directory path relative to the root given
+tag           dictionary  scalar tag
+step          int64       global step
+wall_time     float64     event wall time, seconds since the epoch
+value         float64     scalar value (float32 simple_value widened exactly)
+file          int32       index into :attr:`ScalarTable.files`
+============  ==========  =================================================
+
+Rows are in file order (files ordered as in :mod:`rightsize.telemetry.runs`), then record
+order; re-logged steps are kept as separate rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+SCHEMA = pa.schema([
+    ("run", pa.dictionary(pa.int32(), pa.string())),
+    ("tag", pa.dictionary(pa.int32(), pa.string())),
+    ("step", pa.int64()),
+    ("wall_time", pa.float64()),
+    ("value", pa.float64()),
+    ("file", pa.int32()),
+])
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One damaged region of an event file.
+
+    ``kind`` is one of ``payload_crc``, ``length_crc``, ``truncated_header``,
+    ``truncated_payload``, ``undecodable`` (CRC fine, protobuf not). ``offset`` is where the
+    damaged record starts; ``bytes_skipped`` how many bytes were not read as records.
+    """
+
+    file: str
+    offset: int
+    kind: str
+    bytes_skipped: int
+
+    def message(self) -> str:
+        """One-line human description (used for warnings and ``--strict`` errors)."""
+        return f"{self.file}: {self.kind} at byte {self.offset} ({self.bytes_skipped} bytes skipped)"
+
+
+@dataclass(frozen=True)
+class FileInfo:
+    """One event file (a *launch*): identity parsed from its name and what it held."""
+
+    path: str                 # relative to the root given
+    run: str                  # run name (its directory relative to the root)
+    timestamp: int            # from the file name
+    host: str | None          # from the file name (may contain dots)
+    pid: int | None           # from the file name, when present
+    size: int                 # bytes on disk
+    records: int              # good records read
+    events: int               # decoded events (records minus undecodable)
+    first_wall_time: float | None   # over all events, header included
+    last_wall_time: float | None
+    scalar_points: int        # rows this file contributed to the table
+    kinds: dict[str, int] = field(default_factory=dict)  # non-scalar values counted per kind
+
+    @property
+    def header_only(self) -> bool:
+        """True for a file with no summary values at all (zero bytes or just file_version)."""
+        return self.scalar_points == 0 and not self.kinds
+
+
+@dataclass(frozen=True)
+class ScalarTable:
+    """All scalar points under a root, the files they came from, and every problem met."""
+
+    columns: pa.Table          # schema SCHEMA
+    files: tuple[FileInfo, ...]
+    problems: tuple[Problem, ...]
+
+    @property
+    def runs(self) -> list[str]:
+        """Run names in order."""
+        return sorted({f.run for f in self.files})

@@ -1,0 +1,1 @@
+"""Thin CLI verbs over the rightsize libraries (stdlib-only imports at module level)."""
