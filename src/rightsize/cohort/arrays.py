@@ -6,6 +6,7 @@ index (no per-row Python objects). ``n`` subjects, ``c = max_clips``.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,3 +37,48 @@ class CohortArrays:
     def index(self, split: str) -> np.ndarray:
         """Row indices of ``split`` (``train``/``val``/``test``)."""
         return np.flatnonzero(self.split == SPLITS.index(split))
+
+
+def load_arrays(path: str | os.PathLike[str]) -> CohortArrays:
+    """Load and validate manifest ``path`` into :class:`CohortArrays`.
+
+    Reads one parquet row group at a time into preallocated arrays (fixed-size lists are
+    reinterpreted zero-copy, then copied once into place), so peak memory is about the
+    arrays themselves plus one row group. Raises DataError (naming column and row) on an
+    invalid manifest, InputError when the file is missing.
+    """
+    import pyarrow as pa
+
+    from rightsize.cohort.manifest import flat_values, iter_row_groups, metadata_of, open_manifest
+    from rightsize.cohort.validate import check_schema, checker_for
+
+    where = str(path)
+    pf = open_manifest(path)
+    meta = metadata_of(pf.schema_arrow, where)
+    checker = checker_for(meta, where)
+    check_schema(pf.schema_arrow, checker.geo, where)
+    n, c = pf.metadata.num_rows, checker.geo.max_clips
+    echo = np.empty((n, c, checker.geo.echo_dim), dtype=np.float32)
+    ecg = np.empty((n, checker.geo.ecg_dim), dtype=np.float32)
+    split = np.empty(n, dtype=np.int8)
+    lvef = np.empty(n, dtype=np.float32)
+    n_clips = np.empty(n, dtype=np.int16)
+    flags = {name: np.empty(n, dtype=bool) for name in ("ef_le_40", "has_echo", "has_ecg")}
+    ids: list[pa.Array] = []
+    for off, table in iter_row_groups(pf):
+        rows = slice(off, off + table.num_rows)
+        split[rows] = checker.check(table, off)
+        lvef[rows] = table.column("lvef").to_numpy()
+        n_clips[rows] = table.column("n_clips").to_numpy()
+        for name, arr in flags.items():
+            arr[rows] = table.column(name).to_numpy(zero_copy_only=False)
+        echo[rows] = flat_values(table.column("echo")).reshape(table.num_rows, c, -1)
+        ecg[rows] = flat_values(table.column("ecg")).reshape(table.num_rows, -1)
+        ids.append(table.column("subject_id").combine_chunks())
+        del table
+    checker.finish(meta)
+    subject_id = (pa.concat_arrays(ids).to_numpy(zero_copy_only=False) if ids
+                  else np.array([], dtype=object))
+    return CohortArrays(subject_id=subject_id, split=split, lvef=lvef,
+                        ef_le_40=flags["ef_le_40"], echo=echo, n_clips=n_clips, ecg=ecg,
+                        has_echo=flags["has_echo"], has_ecg=flags["has_ecg"], metadata=meta)

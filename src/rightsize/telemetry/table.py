@@ -68,11 +68,12 @@ class FileInfo:
     last_wall_time: float | None
     scalar_points: int        # rows this file contributed to the table
     kinds: dict[str, int] = field(default_factory=dict)  # non-scalar values counted per kind
+    summary_values: int = 0   # every Summary.Value read, including tags left out by --tags
 
     @property
     def header_only(self) -> bool:
         """True for a file with no summary values at all (zero bytes or just file_version)."""
-        return self.scalar_points == 0 and not self.kinds
+        return self.scalar_points == 0 and not self.kinds and self.summary_values == 0
 
 
 @dataclass(frozen=True)
