@@ -1,0 +1,206 @@
+"""The manifest parquet: schema, metadata, streaming atomic writer and row-group reader.
+
+One row per subject:
+
+==========  =====================================  ==========================================
+column      type                                   meaning
+==========  =====================================  ==========================================
+subject_id  string                                 unique subject key
+split       string                                 ``train`` / ``val`` / ``test``
+lvef        float32                                left-ventricular ejection fraction, percent
+ef_le_40    bool                                   ``lvef <= ef_threshold`` (40 by default)
+echo        fixed_size_list<float32>[c*echo_dim]   ``c = max_clips`` clip vectors, row-major;
+                                                   padded clips are zeros
+n_clips     int16                                  clips present (0 when echo is missing)
+ecg         fixed_size_list<float32>[ecg_dim]      zeros when ECG is missing
+has_echo    bool                                   echo embedding available
+has_ecg     bool                                   ECG embedding available
+==========  =====================================  ==========================================
+
+The parquet key-value metadata holds one JSON document under ``rightsize.cohort``:
+``format``, ``source``, ``seed``, ``geometry`` (n_subjects, max_clips, echo_dim, ecg_dim,
+row_group_size, splits), ``ef_threshold``, ``perfect_model_mae`` (expected, ``null`` when
+unknown), ``perfect_model_mae_test`` (empirical on the test split), ``ef_le_40_prevalence``,
+``payload_bytes`` and source-specific details. Files are written row group by row group,
+atomically (a reader never sees a half-written manifest).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from rightsize.atomic import atomic_path
+from rightsize.cohort.arrays import SPLITS
+from rightsize.errors import DataError, InputError
+
+log = logging.getLogger(__name__)
+
+METADATA_KEY = b"rightsize.cohort"
+FORMAT_VERSION = 1
+COLUMNS = ("subject_id", "split", "lvef", "ef_le_40", "echo", "n_clips", "ecg",
+           "has_echo", "has_ecg")
+_SPLIT_VALUES = pa.array(list(SPLITS), pa.string())
+
+
+def manifest_schema(max_clips: int, echo_dim: int, ecg_dim: int,
+                    metadata: dict[str, Any] | None = None) -> pa.Schema:
+    """The manifest's arrow schema, with ``metadata`` JSON-encoded under ``rightsize.cohort``."""
+    schema = pa.schema([
+        ("subject_id", pa.string()),
+        ("split", pa.string()),
+        ("lvef", pa.float32()),
+        ("ef_le_40", pa.bool_()),
+        ("echo", pa.list_(pa.float32(), max_clips * echo_dim)),
+        ("n_clips", pa.int16()),
+        ("ecg", pa.list_(pa.float32(), ecg_dim)),
+        ("has_echo", pa.bool_()),
+        ("has_ecg", pa.bool_()),
+    ])
+    if metadata is not None:
+        schema = schema.with_metadata({METADATA_KEY: json.dumps(metadata, sort_keys=True)})
+    return schema
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A run of consecutive manifest rows as numpy columns (``r`` rows, ``c`` clips)."""
+
+    subject_id: pa.Array     # (r,) string
+    split: np.ndarray        # (r,) int8 index into SPLITS
+    lvef: np.ndarray         # (r,) float32
+    ef_le_40: np.ndarray     # (r,) bool
+    echo: np.ndarray         # (r, c, echo_dim) float32, C-contiguous
+    n_clips: np.ndarray      # (r,) int16
+    ecg: np.ndarray          # (r, ecg_dim) float32, C-contiguous
+    has_echo: np.ndarray     # (r,) bool
+    has_ecg: np.ndarray      # (r,) bool
+
+    def __len__(self) -> int:
+        return len(self.lvef)
+
+
+def _fixed_list(values: np.ndarray, width: int) -> pa.FixedSizeListArray:
+    flat = np.ascontiguousarray(values, dtype=np.float32).reshape(-1)
+    return pa.FixedSizeListArray.from_arrays(pa.array(flat, pa.float32()), width)
+
+
+def chunk_to_batch(chunk: Chunk, schema: pa.Schema) -> pa.RecordBatch:
+    """Convert ``chunk`` to a record batch of ``schema`` (embeddings zero-copy from numpy)."""
+    r = len(chunk)
+    echo_width = schema.field("echo").type.list_size
+    ecg_width = schema.field("ecg").type.list_size
+    columns = [
+        chunk.subject_id.cast(pa.string()),
+        _SPLIT_VALUES.take(pa.array(chunk.split.astype(np.int32))),
+        pa.array(chunk.lvef.astype(np.float32, copy=False)),
+        pa.array(chunk.ef_le_40.astype(bool, copy=False)),
+        _fixed_list(chunk.echo.reshape(r, -1), echo_width),
+        pa.array(chunk.n_clips.astype(np.int16, copy=False)),
+        _fixed_list(chunk.ecg.reshape(r, -1), ecg_width),
+        pa.array(chunk.has_echo.astype(bool, copy=False)),
+        pa.array(chunk.has_ecg.astype(bool, copy=False)),
+    ]
+    return pa.RecordBatch.from_arrays(columns, schema=schema)
+
+
+class ManifestWriter:
+    """Write a manifest row group by row group to a temporary file, renamed on success.
+
+    Use as a context manager; each :meth:`write` call becomes one parquet row group, so
+    peak memory is one chunk plus the writer's page buffers, never the whole cohort.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], schema: pa.Schema) -> None:
+        self.path = Path(path)
+        self.schema = schema
+        self.rows = 0
+        self._stack = contextlib.ExitStack()
+        self._writer: pq.ParquetWriter | None = None
+
+    def __enter__(self) -> ManifestWriter:
+        tmp = self._stack.enter_context(atomic_path(self.path))
+        self._writer = self._stack.enter_context(pq.ParquetWriter(
+            tmp, self.schema,
+            compression="zstd",   # padded clips are zeros: ~half the echo column at 8 clips
+            use_dictionary=["split"],
+            write_statistics=["subject_id", "split", "lvef", "n_clips"],
+        ))
+        return self
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        """Append ``batch`` (of :attr:`schema`, see :func:`chunk_to_batch`) as one row group."""
+        assert self._writer is not None, "use ManifestWriter as a context manager"
+        self._writer.write_batch(batch, row_group_size=max(batch.num_rows, 1))
+        self.rows += batch.num_rows
+
+    def __exit__(self, *exc: object) -> bool | None:
+        # ExitStack closes the parquet writer first, then renames (or removes) the temp file.
+        return self._stack.__exit__(*exc)
+
+
+def read_metadata(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The ``rightsize.cohort`` metadata of manifest ``path`` (DataError when absent)."""
+    return metadata_of(open_manifest(path).schema_arrow, path)
+
+
+def metadata_of(schema: pa.Schema, path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Decode the JSON metadata stored in ``schema`` (DataError naming ``path`` if absent)."""
+    raw = (schema.metadata or {}).get(METADATA_KEY)
+    if raw is None:
+        raise DataError(f"{path}: not a rightsize manifest (no {METADATA_KEY.decode()} metadata)")
+    try:
+        meta = json.loads(raw)
+    except ValueError:
+        raise DataError(f"{path}: {METADATA_KEY.decode()} metadata is not valid JSON") from None
+    if not isinstance(meta, dict) or not isinstance(meta.get("geometry"), dict):
+        raise DataError(f"{path}: {METADATA_KEY.decode()} metadata lacks a geometry mapping")
+    return meta
+
+
+def open_manifest(path: str | os.PathLike[str]) -> pq.ParquetFile:
+    """Open ``path`` as parquet (InputError when missing, DataError when not parquet)."""
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(f"{p}: manifest not found")
+    try:
+        return pq.ParquetFile(p)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise DataError(f"{p}: not a parquet file ({str(exc).splitlines()[0]})") from None
+
+
+def iter_row_groups(pf: pq.ParquetFile) -> Iterator[tuple[int, pa.Table]]:
+    """Yield ``(first_row, table)`` for each row group of ``pf``, one at a time."""
+    offset = 0
+    for i in range(pf.num_row_groups):
+        table = pf.read_row_group(i, columns=[c for c in COLUMNS if c in pf.schema_arrow.names])
+        yield offset, table
+        offset += table.num_rows
+
+
+def split_codes(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """Map split strings to int8 codes (index into SPLITS); unknown values become -1."""
+    import pyarrow.compute as pc
+
+    idx = pc.index_in(column, value_set=_SPLIT_VALUES)
+    return idx.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int8)
+
+
+def flat_values(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """The float values of a fixed-size-list column as one flat numpy array.
+
+    Zero-copy for a single chunk without nulls (``flatten`` honours slicing offsets).
+    """
+    arr = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    values = arr.flatten()
+    return values.to_numpy(zero_copy_only=values.null_count == 0)

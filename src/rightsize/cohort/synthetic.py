@@ -1,0 +1,229 @@
+"""Synthetic cohort (``source: synthetic``): deterministic from ``seed``, with planted truth.
+
+Generative model (``n`` subjects, ``C = max_clips``, ``K = n_views`` view/phase keys)
+---------------------------------------------------------------------------------------
+Per subject ``i`` (all latents independent standard normal unless stated):
+
+* ``u_i`` in R^6: subject-level echo latents; ``u_i[0]`` drives LVEF, the rest is nuisance.
+* ``v_i`` in R^6: ECG latents; ``v_i[0]`` drives LVEF, the rest is nuisance.
+* ``q_i`` uniform in {0..K-1}: the ECG-derived *query* (which view/phase carries the signal).
+* ``n_clips_i`` uniform in {1..C} (0 when echo is missing); ``has_echo``/``has_ecg`` are
+  Bernoulli(1 - missing_*_frac).
+* Per clip ``j``: ``s_ij`` (clip-specific detail), 3 nuisance latents, and a *key*
+  ``k_ij`` in {0..K-1}. One clip ``j*_i`` (uniform among the present clips) has
+  ``k_ij* = q_i``; every other clip gets a key different from ``q_i``.
+
+Target::
+
+    lvef_i = clip(mu + 6 * u_i[0] + 5 * v_i[0] + 7 * s_ij*_i + noise_sd * eps_i, 10, 80)
+    ef_le_40_i = lvef_i <= ef_threshold
+
+``mu`` is set so that ``P(lvef <= ef_threshold) = 0.15`` under the gaussian model
+(``mu = ef_threshold + z_0.85 * sqrt(6^2 + 5^2 + 7^2 + noise_sd^2)``, about 52 at the
+defaults). A perfect model's MAE is ``E|noise| = noise_sd * sqrt(2/pi)``.
+
+Embeddings: fixed random projections (drawn from ``seed``) of the low-dimensional latents
+plus a fixed offset and isotropic N(0, 1) noise per dimension::
+
+    echo_ij = W_echo @ [u_i, s_ij, 2 * onehot(k_ij), nuisance_ij] + b_echo + noise
+    ecg_i   = W_ecg  @ [v_i, 2 * onehot(q_i)] + b_ecg + noise
+
+Padded clips (``j >= n_clips``) and missing modalities are all zeros.
+
+What this plants: the mean echo vector carries ``u[0]`` but only ``mean_j s_ij`` (about
+``1/n_clips`` of the variance of ``s_ij*``), so pooled/concatenated probes cannot use the
+clip term fully; attention over clips whose query comes from the ECG (``q_i`` is linearly
+readable from ``ecg_i``, ``k_ij`` from ``echo_ij``) can select ``j*`` and recover it. With
+``max_clips = 1`` the only clip is the matched one: the signal reduces to echo + ECG terms.
+
+Generation is streaming: subject-level latents (a few floats per clip) are drawn up front;
+the 1024-d vectors are built one row group at a time. Embedding noise is drawn in fixed
+blocks of 16 subjects keyed by block index, so the output does not depend on
+``row_group_size``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from statistics import NormalDist
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from rightsize.cohort.config import CohortConfig
+from rightsize.cohort.manifest import Chunk
+
+R_ECHO = 6            # subject-level echo latents (index 0 drives LVEF)
+R_ECG = 6             # ECG latents (index 0 drives LVEF)
+R_CLIP = 3            # per-clip nuisance latents
+WEIGHT_ECHO = 6.0     # LVEF points per SD of u[0]
+WEIGHT_ECG = 5.0      # LVEF points per SD of v[0]
+WEIGHT_CLIP = 7.0     # LVEF points per SD of the matched clip's s
+KEY_SCALE = 2.0       # amplitude of the one-hot view/phase key in latent space
+EMB_NOISE = 1.0       # SD of the isotropic per-dimension embedding noise
+BIAS_SD = 0.5         # SD of the fixed per-dimension embedding offset
+PREVALENCE = 0.15     # target P(lvef <= ef_threshold)
+LVEF_RANGE = (10.0, 80.0)
+GEN_BLOCK = 16        # subjects per embedding-noise block
+
+_STREAM_PROJ, _STREAM_LATENT, _STREAM_SPLIT, _STREAM_AVAIL = 0, 1, 2, 3
+_STREAM_ECHO_NOISE, _STREAM_ECG_NOISE = 10, 11
+
+
+def _rng(seed: int, *stream: int) -> np.random.Generator:
+    return np.random.default_rng([seed, *stream])
+
+
+def intercept(cfg: CohortConfig) -> float:
+    """``mu`` giving ``P(lvef <= ef_threshold) = PREVALENCE`` under the gaussian model."""
+    sd = math.sqrt(WEIGHT_ECHO**2 + WEIGHT_ECG**2 + WEIGHT_CLIP**2 + cfg.noise_sd**2)
+    return cfg.ef_threshold + NormalDist().inv_cdf(1.0 - PREVALENCE) * sd
+
+
+def subject_ids(n: int) -> pa.Array:
+    """``S00000``, ``S00001``, ... (zero-padded to at least 5 digits)."""
+    width = max(5, len(str(max(n - 1, 0))))
+    digits = pc.utf8_lpad(pa.array(np.arange(n, dtype=np.int64)).cast(pa.string()), width, "0")
+    return pc.binary_join_element_wise("S", digits, "")
+
+
+@dataclass(frozen=True)
+class Latents:
+    """The planted truth, one entry per subject (``(n,)`` or ``(n, C)`` arrays)."""
+
+    echo_score: np.ndarray   # u[:, 0]
+    ecg_score: np.ndarray    # v[:, 0]
+    clip_score: np.ndarray   # s, (n, C)
+    query: np.ndarray        # q, ECG-derived view key
+    keys: np.ndarray         # k, (n, C) clip view keys
+    matched: np.ndarray      # j*, index of the clip whose key equals q
+    signal: np.ndarray       # noise-free lvef before clipping (float64)
+    noise: np.ndarray        # noise_sd * eps (float64)
+
+
+class SyntheticCohort:
+    """A synthetic cohort: subject-level latents up front, embeddings row group by row group."""
+
+    def __init__(self, cfg: CohortConfig) -> None:
+        self.cfg = cfg
+        n, c, k = cfg.n_subjects, cfg.max_clips, cfg.n_views
+        self.mu = intercept(cfg)
+
+        proj = _rng(cfg.seed, _STREAM_PROJ)
+        self._echo_latent_dim = R_ECHO + 1 + k + R_CLIP
+        self._ecg_latent_dim = R_ECG + k
+        self._w_echo = (proj.standard_normal((self._echo_latent_dim, cfg.echo_dim))
+                        / math.sqrt(self._echo_latent_dim)).astype(np.float32)
+        self._w_ecg = (proj.standard_normal((self._ecg_latent_dim, cfg.ecg_dim))
+                       / math.sqrt(self._ecg_latent_dim)).astype(np.float32)
+        self._b_echo = (BIAS_SD * proj.standard_normal(cfg.echo_dim)).astype(np.float32)
+        self._b_ecg = (BIAS_SD * proj.standard_normal(cfg.ecg_dim)).astype(np.float32)
+
+        avail = _rng(cfg.seed, _STREAM_AVAIL)
+        self.has_echo = avail.random(n) >= cfg.missing_echo_frac
+        self.has_ecg = avail.random(n) >= cfg.missing_ecg_frac
+        self.n_clips = (avail.integers(1, c + 1, n) * self.has_echo).astype(np.int16)
+
+        lat = _rng(cfg.seed, _STREAM_LATENT)
+        self._u = lat.standard_normal((n, R_ECHO)).astype(np.float32)
+        self._v = lat.standard_normal((n, R_ECG)).astype(np.float32)
+        s = lat.standard_normal((n, c)).astype(np.float32)
+        self._nuisance = lat.standard_normal((n, c, R_CLIP)).astype(np.float32)
+        query = lat.integers(0, k, n)
+        keys = (query[:, None] + 1 + lat.integers(0, k - 1, (n, c))) % k
+        matched = np.floor(lat.random(n) * np.maximum(self.n_clips, 1)).astype(np.int64)
+        keys[np.arange(n), matched] = query
+        eps = lat.standard_normal(n)
+
+        signal = (self.mu + WEIGHT_ECHO * self._u[:, 0].astype(np.float64)
+                  + WEIGHT_ECG * self._v[:, 0] + WEIGHT_CLIP * s[np.arange(n), matched])
+        noise = cfg.noise_sd * eps
+        self.lvef = np.clip(signal + noise, *LVEF_RANGE).astype(np.float32)
+        self.ef_le_40 = self.lvef <= np.float32(cfg.ef_threshold)
+        self.latents = Latents(echo_score=self._u[:, 0], ecg_score=self._v[:, 0], clip_score=s,
+                               query=query.astype(np.int8), keys=keys.astype(np.int8),
+                               matched=matched, signal=signal, noise=noise)
+
+        self.split = np.empty(n, dtype=np.int8)
+        perm = _rng(cfg.seed, _STREAM_SPLIT).permutation(n)
+        sp = cfg.splits
+        self.split[perm[:sp.train]] = 0
+        self.split[perm[sp.train:sp.train + sp.val]] = 1
+        self.split[perm[sp.train + sp.val:]] = 2
+        self.subject_id = subject_ids(n)
+
+    def metadata(self) -> dict[str, Any]:
+        """Manifest metadata: provenance, geometry, planted-truth constants and baselines."""
+        cfg = self.cfg
+        test = self.split == 2
+        clean = np.clip(self.latents.signal, *LVEF_RANGE)
+        return {
+            "perfect_model_mae": cfg.noise_sd * math.sqrt(2.0 / math.pi),
+            "perfect_model_mae_test": float(np.mean(np.abs(self.lvef[test] - clean[test]))),
+            "noise_sd": cfg.noise_sd,
+            "generator": {
+                "model": "lvef = clip(mu + a*u0 + b*v0 + c*s[matched] + noise, 10, 80)",
+                "mu": self.mu, "a": WEIGHT_ECHO, "b": WEIGHT_ECG, "c": WEIGHT_CLIP,
+                "n_views": cfg.n_views, "key_scale": KEY_SCALE, "emb_noise": EMB_NOISE,
+                "target_prevalence": PREVALENCE, "lvef_range": list(LVEF_RANGE),
+                "missing_echo_frac": cfg.missing_echo_frac,
+                "missing_ecg_frac": cfg.missing_ecg_frac,
+            },
+        }
+
+    def chunks(self) -> Iterator[Chunk]:
+        """Yield the cohort in row groups of ``row_group_size`` subjects."""
+        step = self.cfg.row_group_size
+        for start in range(0, self.cfg.n_subjects, step):
+            yield self.chunk(start, min(start + step, self.cfg.n_subjects))
+
+    def chunk(self, start: int, stop: int) -> Chunk:
+        """Rows ``start .. stop`` with their embeddings (identical however the rows are cut)."""
+        rows = slice(start, stop)
+        echo, ecg = self._embeddings(start, stop)
+        return Chunk(subject_id=self.subject_id.slice(start, stop - start),
+                     split=self.split[rows], lvef=self.lvef[rows], ef_le_40=self.ef_le_40[rows],
+                     echo=echo, n_clips=self.n_clips[rows], ecg=ecg,
+                     has_echo=self.has_echo[rows], has_ecg=self.has_ecg[rows])
+
+    def _embeddings(self, start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
+        # Projections are explicit elementwise sums in a fixed order (no BLAS), so every
+        # subject's vectors are bit-identical however the rows are cut into row groups.
+        cfg, lat = self.cfg, self.latents
+        c, k = cfg.max_clips, cfg.n_views
+        rows = slice(start, stop)
+        w = self._w_echo
+        subject = _lincomb(self._u[rows], w[:R_ECHO])
+        echo = np.multiply(lat.clip_score[rows, :, None], w[R_ECHO])
+        echo += subject[:, None, :]
+        echo += KEY_SCALE * w[R_ECHO + 1:R_ECHO + 1 + k][lat.keys[rows]]
+        echo += _lincomb(self._nuisance[rows], w[R_ECHO + 1 + k:])
+        echo += self._b_echo
+        onehot = KEY_SCALE * (lat.query[rows, None] == np.arange(k)[None, :])
+        ecg = _lincomb(np.concatenate([self._v[rows], onehot.astype(np.float32)], axis=1),
+                       self._w_ecg)
+        ecg += self._b_ecg
+        for block in range(start // GEN_BLOCK, (stop - 1) // GEN_BLOCK + 1):
+            b0 = block * GEN_BLOCK
+            lo, hi = max(start, b0), min(stop, b0 + GEN_BLOCK)
+            e_noise = _rng(cfg.seed, _STREAM_ECHO_NOISE, block).standard_normal(
+                (GEN_BLOCK, c, cfg.echo_dim), dtype=np.float32)
+            g_noise = _rng(cfg.seed, _STREAM_ECG_NOISE, block).standard_normal(
+                (GEN_BLOCK, cfg.ecg_dim), dtype=np.float32)
+            echo[lo - start:hi - start] += EMB_NOISE * e_noise[lo - b0:hi - b0]
+            ecg[lo - start:hi - start] += EMB_NOISE * g_noise[lo - b0:hi - b0]
+        echo[np.arange(c)[None, :] >= self.n_clips[rows, None]] = 0.0
+        ecg[~self.has_ecg[rows]] = 0.0
+        return echo, ecg
+
+
+def _lincomb(z: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """``sum_l z[..., l] * w[l]`` accumulated in order ``l = 0, 1, ...`` (float32)."""
+    out = np.multiply(z[..., 0, None], w[0])
+    for col in range(1, w.shape[0]):
+        out += z[..., col, None] * w[col]
+    return out
