@@ -32,12 +32,16 @@ VERB_MODULES = (
 
 def build_parser() -> argparse.ArgumentParser:
     """Build the top-level parser with every verb registered."""
+    # Defaults are SUPPRESSed so a verb's copy of -q/--debug never resets one given before the verb.
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--quiet", "-q", action="store_true", help="no progress or info output")
-    common.add_argument("--debug", action="store_true", help="show tracebacks and debug logs")
+    common.add_argument("--quiet", "-q", action="store_true", default=argparse.SUPPRESS,
+                        help="no progress or info output")
+    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                        help="show tracebacks and debug logs")
     parser = argparse.ArgumentParser(
         prog="rightsize",
         description="Measure what ML work costs and keep the answer versioned with DVC.",
+        epilog="Run 'rightsize VERB --help' for a verb's flags and an example.",
         parents=[common],
     )
     sub = parser.add_subparsers(dest="verb", metavar="VERB")
@@ -50,6 +54,8 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``rightsize`` console script; returns the exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.quiet = getattr(args, "quiet", False)
+    args.debug = getattr(args, "debug", False)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

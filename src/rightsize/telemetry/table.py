@@ -49,7 +49,8 @@ class Problem:
 
     def message(self) -> str:
         """One-line human description (used for warnings and ``--strict`` errors)."""
-        return f"{self.file}: {self.kind} at byte {self.offset} ({self.bytes_skipped} bytes skipped)"
+        return (f"{self.file}: {self.kind} at byte {self.offset} "
+                f"({self.bytes_skipped} bytes skipped)")
 
 
 @dataclass(frozen=True)
@@ -64,8 +65,8 @@ class FileInfo:
     size: int                 # bytes on disk
     records: int              # good records read
     events: int               # decoded events (records minus undecodable)
-    first_wall_time: float | None   # over all events, header included
-    last_wall_time: float | None
+    first_wall_time: float | None   # min over all events, header included
+    last_wall_time: float | None    # max over all events
     scalar_points: int        # rows this file contributed to the table
     kinds: dict[str, int] = field(default_factory=dict)  # non-scalar values counted per kind
     summary_values: int = 0   # every Summary.Value read, including tags left out by --tags
@@ -88,3 +89,24 @@ class ScalarTable:
     def runs(self) -> list[str]:
         """Run names in order."""
         return sorted({f.run for f in self.files})
+
+    @property
+    def tags(self) -> list[str]:
+        """Names of the tags that have points, sorted.
+
+        Reads the index buffers directly: ``Array.to_numpy`` and ``pyarrow.compute`` would
+        import pandas, which the CLI must not.
+        """
+        import numpy as np
+
+        names: set[str] = set()
+        for chunk in self.columns.column("tag").chunks:
+            if len(chunk):
+                idx = chunk.indices
+                dtype = np.dtype(f"<i{idx.type.bit_width // 8}")
+                codes = np.frombuffer(idx.buffers()[1], dtype=dtype)
+                codes = codes[idx.offset:idx.offset + len(idx)]
+                used = np.flatnonzero(np.bincount(codes))
+                values = chunk.dictionary.to_pylist()
+                names.update(values[i] for i in used.tolist())
+        return sorted(names)

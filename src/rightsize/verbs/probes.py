@@ -1,9 +1,227 @@
-"""Verbs: probes (placeholder until its engine lands)."""
+"""Verbs: train, evaluate, missing-modality (the probe engine in rightsize.probes)."""
 
 from __future__ import annotations
 
 import argparse
+import time
+from typing import Any
+
+from rightsize import console
+from rightsize.errors import InputError
+
+_PROBES = "ecg | echo | concat | fused"
+_DEVICES = ("cpu", "cuda", "auto")
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("probe", metavar="PROBE", help=f"probe name: {_PROBES}")
+    p.add_argument("--params", default="params.yaml", help="params file (default: params.yaml)")
+    p.add_argument("--manifest", required=True, help="cohort manifest parquet")
+    p.add_argument("--device", default=None,
+                   help="cpu | cuda | auto (default: params train.device)")
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     """Add this module's verbs to the rightsize parser."""
+    raw = argparse.RawDescriptionHelpFormatter
+    p = sub.add_parser(
+        "train", parents=[common], formatter_class=raw,
+        help="train one probe on cached embeddings and save its checkpoint",
+        description=(
+            "Train PROBE on the manifest's train split, keep the epoch with the lowest\n"
+            "validation loss, and write the checkpoint (weights + checkpoint.json) to --out.\n"
+            "Settings come from the params file's `train` block. Per-epoch losses go to the\n"
+            "--curve CSV and per-step losses to a tfevents file in --events (previous event\n"
+            "files there are replaced)."),
+        epilog=("example:\n  rightsize train fused --params params.yaml "
+                "--manifest data/manifest.parquet \\\n    --out models/fused "
+                "--events data/probe_runs/fused --curve metrics/curves/fused.csv \\\n"
+                "    --metrics metrics/train/fused.json"))
+    _common(p)
+    p.add_argument("--out", required=True, help="model directory to write")
+    p.add_argument("--events", default=None, help="directory for the tfevents file")
+    p.add_argument("--curve", default=None, help="CSV of epoch,train_loss,val_loss")
+    p.add_argument("--metrics", default=None, help="JSON of training metrics")
+    p.set_defaults(func=run_train)
+
+    p = sub.add_parser(
+        "evaluate", parents=[common], formatter_class=raw,
+        help="test-split MAE and AUROC of a trained probe, with bootstrap CIs",
+        description=(
+            "Load the checkpoint in --model, predict the test split and write MAE (LVEF) and\n"
+            "AUROC (EF<=40) with percentile bootstrap intervals (params `evaluate` block),\n"
+            "plus the train-mean baseline, parameter count, checkpoint bytes, wall clock,\n"
+            "peak RSS and hardware stamp, to --json."),
+        epilog=("example:\n  rightsize evaluate fused --params params.yaml "
+                "--manifest data/manifest.parquet \\\n    --model models/fused "
+                "--json metrics/eval/fused.json"))
+    _common(p)
+    p.add_argument("--model", required=True, help="model directory written by `train`")
+    p.add_argument("--json", required=True, help="metrics JSON to write")
+    p.set_defaults(func=run_evaluate)
+
+    p = sub.add_parser(
+        "missing-modality", parents=[common], formatter_class=raw,
+        help="score a trained probe with the echo or the ECG taken away",
+        description=(
+            "On test rows that have both modalities, score the probe as is, with the echo\n"
+            "absent and with the ECG absent (inputs zeroed and masked); paired bootstrap\n"
+            "with evaluate.n_bootstrap_missing resamples."),
+        epilog=("example:\n  rightsize missing-modality fused --params params.yaml "
+                "--manifest data/manifest.parquet \\\n    --model models/fused "
+                "--json metrics/missing_modality.json"))
+    _common(p)
+    p.add_argument("--model", required=True, help="model directory written by `train`")
+    p.add_argument("--json", required=True, help="metrics JSON to write")
+    p.set_defaults(func=run_missing)
+
+
+def _setup(args: argparse.Namespace) -> tuple[Any, str]:
+    """Check the probe name, parse the train block, resolve the device."""
+    from rightsize.params import load_block
+    from rightsize.probes.config import TrainConfig, check_probe
+
+    check_probe(args.probe)
+    cfg = load_block(args.params, "train", TrainConfig)
+    name = args.device or cfg.device
+    if name not in _DEVICES:
+        raise InputError(f"--device: must be one of {', '.join(_DEVICES)}, got {name!r}")
+    if args.probe == "ecg":
+        return cfg, "cpu"
+    from rightsize.probes.train import resolve_device
+
+    return cfg, resolve_device(name)
+
+
+def run_train(args: argparse.Namespace) -> int:
+    """``rightsize train``: fit, select on val, save checkpoint, curve, events, metrics."""
+    start = time.perf_counter()
+    cfg, device = _setup(args)
+    from dataclasses import asdict
+
+    from rightsize.atomic import write_json
+    from rightsize.cohort.arrays import load_arrays
+    from rightsize.measure import Timer, hardware_stamp, peak_rss_mb
+    from rightsize.probes.checkpoint import save_checkpoint
+    from rightsize.probes.runlog import RunLog
+    from rightsize.probes.train import train_probe
+
+    with Timer() as t_load:
+        arrays = load_arrays(args.manifest)
+    with Timer() as t_fit, RunLog(args.events, args.curve, time.time()) as runlog:
+        fit = train_probe(args.probe, arrays, cfg, device, runlog)
+    peak_train = peak_rss_mb()
+    hardware = hardware_stamp(cfg.threads, device)
+    best = fit.best_epoch - 1
+    sub = asdict(getattr(cfg, args.probe))
+    config = {"seed": cfg.seed, "threads": cfg.threads, "device": device,
+              "batch_size": cfg.batch_size, "lr": cfg.lr, "weight_decay": cfg.weight_decay,
+              args.probe: sub}
+    summary = {
+        "best_epoch": fit.best_epoch, "epochs": fit.epochs, "steps": fit.steps,
+        "train_loss": fit.train_loss[best], "val_loss": fit.val_loss[best],
+        "train_mae": fit.train_mae, "val_mae": fit.val_mae,
+        "n_train": int(arrays.index("train").size), "n_val": int(arrays.index("val").size),
+    }
+    info = {"config": config, **summary,
+            "wall_clock_s": {"train": t_fit.seconds, "load": t_load.seconds},
+            "peak_rss_mb_train": peak_train, "hardware": hardware,
+            "manifest": {k: arrays.metadata.get(k) for k in ("source", "seed", "format")},
+            **fit.extra}
+    with Timer() as t_save:
+        sidecar = save_checkpoint(args.out, fit.probe, fit.arch, info)
+    total = time.perf_counter() - start
+    if args.metrics:
+        metrics = {
+            "probe": args.probe, "params": sidecar["params"], "arch": fit.arch, **summary,
+            "val": {"mae": fit.val_mae}, "train": {"mae": fit.train_mae},
+            "steps_per_epoch": fit.steps // fit.epochs, "batch_size": cfg.batch_size,
+            "step_s": t_fit.seconds / fit.steps,
+            "wall_clock_s": {"load": t_load.seconds, "train": t_fit.seconds,
+                             "save": t_save.seconds, "total": total},
+            "peak_rss_mb": peak_rss_mb(), "peak_rss_mb_train": peak_train,
+            "hardware": hardware,
+        }
+        write_json(args.metrics, _json_safe(metrics))
+    console.info(f"{args.probe}: {sidecar['params']} params, best epoch {fit.best_epoch}/"
+                 f"{fit.epochs}, val MAE {fit.val_mae:.3f}, {t_fit.seconds:.1f} s on {device}")
+    return 0
+
+
+def _load(args: argparse.Namespace) -> tuple[Any, Any, Any, dict[str, Any], Any, str]:
+    """Shared start of evaluate / missing-modality: configs, arrays, checkpoint."""
+    cfg, device = _setup(args)
+    import torch
+
+    from rightsize.cohort.arrays import load_arrays
+    from rightsize.params import load_block
+    from rightsize.probes.checkpoint import load_checkpoint, read_sidecar
+    from rightsize.probes.config import EvaluateConfig
+
+    ecfg = load_block(args.params, "evaluate", EvaluateConfig)
+    read_sidecar(args.model, args.probe)           # fail fast on a missing/wrong model
+    arrays = load_arrays(args.manifest)
+    torch.set_num_threads(cfg.threads)
+    probe, sidecar = load_checkpoint(args.model, args.probe, device)
+    geo = (sidecar["arch"].get("echo_dim"), sidecar["arch"].get("ecg_dim"))
+    if geo != (arrays.echo.shape[-1], arrays.ecg.shape[-1]):
+        raise InputError(f"{args.model}: trained on echo/ECG dims {geo}, manifest "
+                         f"{args.manifest} has {(arrays.echo.shape[-1], arrays.ecg.shape[-1])}")
+    return cfg, ecfg, arrays, sidecar, probe, device
+
+
+def _json_safe(obj: Any) -> Any:
+    """Replace non-finite floats (an AUROC with one class) by None: strict JSON for jq & co."""
+    if isinstance(obj, dict):
+        return {k: _json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, float) and (obj != obj or obj in (float("inf"), float("-inf"))):
+        return None
+    return obj
+
+
+def _stamp(out: dict[str, Any], sidecar: dict[str, Any], eval_s: float, threads: int,
+           device: str) -> dict[str, Any]:
+    from rightsize.measure import hardware_stamp, peak_rss_mb
+
+    train_s = float((sidecar.get("wall_clock_s") or {}).get("train", 0.0))
+    out["wall_clock_s"] = {"train": train_s, "eval": eval_s, "total": train_s + eval_s}
+    out["peak_rss_mb"] = peak_rss_mb()
+    out["peak_rss_mb_train"] = float(sidecar.get("peak_rss_mb_train", 0.0))
+    out["hardware"] = hardware_stamp(threads, device)
+    return out
+
+
+def run_evaluate(args: argparse.Namespace) -> int:
+    """``rightsize evaluate``: test metrics with bootstrap CIs to --json."""
+    start = time.perf_counter()
+    cfg, ecfg, arrays, sidecar, probe, device = _load(args)
+    from rightsize.atomic import write_json
+    from rightsize.probes.checkpoint import checkpoint_bytes
+    from rightsize.probes.evaluate import evaluate_probe
+
+    out = evaluate_probe(probe, sidecar, arrays, ecfg)
+    out["checkpoint_bytes"] = checkpoint_bytes(args.model)
+    _stamp(out, sidecar, time.perf_counter() - start, cfg.threads, device)
+    write_json(args.json, _json_safe(out))
+    t = out["test"]
+    console.info(f"{args.probe}: test MAE {t['mae']:.3f} [{t['mae_lo']:.3f}, {t['mae_hi']:.3f}]"
+                 f", AUROC {t['auroc']:.3f} [{t['auroc_lo']:.3f}, {t['auroc_hi']:.3f}]"
+                 f" (mean predictor {out['mean_predictor_mae']:.3f})")
+    return 0
+
+
+def run_missing(args: argparse.Namespace) -> int:
+    """``rightsize missing-modality``: both present / echo absent / ECG absent to --json."""
+    start = time.perf_counter()
+    cfg, ecfg, arrays, sidecar, probe, device = _load(args)
+    from rightsize.atomic import write_json
+    from rightsize.probes.missing import CONDITIONS, missing_modality
+
+    out = missing_modality(probe, arrays, ecfg)
+    _stamp(out, sidecar, time.perf_counter() - start, cfg.threads, device)
+    write_json(args.json, _json_safe(out))
+    for name in CONDITIONS:
+        m = out[name]
+        console.info(f"{args.probe} {name}: MAE {m['mae']:.3f} [{m['mae_lo']:.3f}, "
+                     f"{m['mae_hi']:.3f}], AUROC {m['auroc']:.3f}")
+    return 0

@@ -1,9 +1,97 @@
-"""Verbs: scalars (placeholder until its engine lands)."""
+"""Verb: ``rightsize scalars`` -- rescue every scalar under a log directory into one table."""
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import sys
+import time
+from typing import TYPE_CHECKING
+
+from rightsize import console
+from rightsize.errors import InputError
+
+if TYPE_CHECKING:
+    from rightsize.telemetry.table import ScalarTable
+
+EPILOG = """\
+examples:
+  rightsize scalars ../shared/telemetry/rampnet1_stage2 -o scalars.parquet
+  rightsize scalars logs/ -o loss.csv --tags 'Loss/*' --json
+  rightsize scalars logs/ -o scalars.parquet --strict   # exit 3 at the first damaged record
+
+Damaged records (bad CRCs, torn tails, garbage) are skipped and reported as warnings on
+stderr; reading resynchronises at the next valid record. Exit codes: 0 ok, 2 bad input
+(missing directory, no event files, bad output suffix), 3 damage under --strict.
+"""
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     """Add this module's verbs to the rightsize parser."""
+    p = sub.add_parser(
+        "scalars",
+        parents=[common],
+        help="read TensorBoard event files into a parquet/csv table of scalars",
+        description=(
+            "Read every run (directory holding *tfevents* files) under ROOT and write all "
+            "scalar points -- run, tag, step, wall_time, value, file -- to a .parquet or "
+            ".csv table. Re-logged steps stay as separate rows, in file order."
+        ),
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("root", metavar="ROOT", help="log directory (or one event file)")
+    p.add_argument("-o", "--output", required=True, metavar="OUT",
+                   help="output table: OUT.parquet or OUT.csv (written atomically)")
+    p.add_argument("--tags", metavar="GLOB", default=None,
+                   help="only tags matching this glob (fnmatch, case-sensitive), e.g. 'Loss/*'")
+    p.add_argument("--strict", action="store_true",
+                   help="fail (exit 3) at the first damaged or undecodable record")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
+    p.set_defaults(func=run_scalars)
+
+
+def summarize(table: ScalarTable, output: str, seconds: float) -> dict:
+    """The summary printed by the verb (plain JSON-able dict)."""
+    cols = table.columns
+    kinds: dict[str, int] = {}
+    for p in table.problems:
+        kinds[p.kind] = kinds.get(p.kind, 0) + 1
+    return {
+        "output": output,
+        "runs": len(table.runs),
+        "files": len(table.files),
+        "header_only_files": sum(f.header_only for f in table.files),
+        "tags": len(table.tags),
+        "points": cols.num_rows,
+        "problems": len(table.problems),
+        "problem_kinds": kinds,
+        "seconds": round(seconds, 3),
+    }
+
+
+def run_scalars(args: argparse.Namespace) -> int:
+    """Read ``args.root``, write ``args.output``, warn about damage, print the summary."""
+    if not args.output.lower().endswith((".parquet", ".csv")):
+        raise InputError(f"{args.output}: output must end in .parquet or .csv")
+    if "numpy" not in sys.modules:
+        # This verb does no linear algebra: one OpenBLAS thread instead of one per core
+        # saves about 0.1 s of numpy start-up (no effect once numpy is loaded).
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    from rightsize.telemetry.scalars import read_scalars, write_table
+
+    start = time.perf_counter()
+    table = read_scalars(args.root, tags=args.tags, strict=args.strict)
+    for problem in table.problems:
+        console.warn(problem.message())
+    write_table(table, args.output)
+    summary = summarize(table, args.output, time.perf_counter() - start)
+    if args.json:
+        json.dump(summary, sys.stdout, indent=2)
+        print()
+    elif not console.quiet():
+        print(f"{summary['points']} points, {summary['tags']} tags, {summary['runs']} runs, "
+              f"{summary['files']} files ({summary['header_only_files']} header-only), "
+              f"{summary['problems']} problems -> {args.output} ({summary['seconds']} s)")
+    return 0

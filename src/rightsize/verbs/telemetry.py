@@ -1,9 +1,256 @@
-"""Verbs: telemetry (placeholder until its engine lands)."""
+"""Verbs: telemetry (cost report), rescue, verify and demo-run.
+
+Only the standard library and rightsize.errors/console are imported at module level; the
+engines (numpy, pyarrow) load inside the run functions.
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from rightsize import console
+from rightsize.errors import InputError, IntegrityError
+
+_RAW = argparse.RawDescriptionHelpFormatter
+
+
+def _pos_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if v <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return v
+
+
+def _nonneg_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
+    return v
+
+
+def _pos_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+    if not v > 0 or not math.isfinite(v):
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return v
+
+
+def _int_list(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(_pos_int(p) for p in text.split(",") if p.strip())
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated positive integers, got {text!r}") from None
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    """Add this module's verbs to the rightsize parser."""
+    """Add telemetry, rescue, verify and demo-run to the rightsize parser."""
+    p = sub.add_parser(
+        "telemetry", parents=[common], formatter_class=_RAW,
+        help="cost report of a rescued run: step time, epochs, hours, projection",
+        description="Read every event file under RUN_DIR and report what training cost: median "
+                    "step time, steps per epoch, epoch hours, active vs calendar hours, launches, "
+                    "the validation curve and (optionally) a projection to a new dataset size. "
+                    "A ROOT holding several runs gets one summary row per run.",
+        epilog="example:\n  rightsize telemetry data/telemetry/demo --params params.yaml "
+               "--run demo --json metrics/telemetry/demo.json\n"
+               "  rightsize telemetry runs/x --train-records 150063 --global-batch 16 --gpus 16 "
+               "--drop-last")
+    p.add_argument("run_dir", metavar="RUN_DIR", help="folder of event files (or of runs)")
+    g = p.add_argument_group("run geometry (flags win over --params)")
+    g.add_argument("--params", metavar="YAML", help="fill flags from telemetry.runs.NAME")
+    g.add_argument("--run", metavar="NAME", help="entry of telemetry.runs in --params")
+    g.add_argument("--train-records", type=_pos_int, metavar="N",
+                   help="loader units per training epoch")
+    g.add_argument("--global-batch", type=_pos_int, metavar="B", help="units per step, all GPUs")
+    g.add_argument("--gpus", type=_pos_int, metavar="G", help="GPUs in the job (default 1)")
+    g.add_argument("--drop-last", dest="drop_last", action="store_true", default=None,
+                   help="loader drops the partial last batch")
+    g.add_argument("--keep-last", dest="drop_last", action="store_false",
+                   help="loader keeps the partial last batch (default)")
+    g.add_argument("--step-tag", metavar="TAG", help="training-step tag (default: densest)")
+    g.add_argument("--val-tag", metavar="TAG", help="per-epoch tag (default: detected)")
+    g.add_argument("--gap-s", type=_pos_float, metavar="S",
+                   help="deltas >= S seconds are pauses (default 600)")
+    g.add_argument("--best", choices=("min", "max"), help="best epoch minimises (default) or "
+                   "maximises the val tag")
+    g = p.add_argument_group("projection and MFU")
+    g.add_argument("--base-records", type=_pos_int, metavar="R0", help="records measured")
+    g.add_argument("--base-units", type=_pos_int, metavar="U0", help="loader units they became")
+    g.add_argument("--records", type=_pos_int, metavar="R", help="target dataset size")
+    g.add_argument("--epochs", type=_int_list, metavar="E,E", help="schedules, e.g. 1,5,12")
+    g.add_argument("--flops-per-unit", type=_pos_float, metavar="F", help="fwd+bwd FLOPs/unit")
+    g.add_argument("--peak-tflops", type=_pos_float, metavar="P", help="per-GPU peak TFLOP/s")
+    g = p.add_argument_group("output")
+    g.add_argument("--json", metavar="PATH", help="write the report as JSON (DVC metrics)")
+    g.add_argument("--val-csv", metavar="PATH", help="write epoch,step,value (DVC plots)")
+    g.add_argument("--format", choices=("text", "json"), default="text",
+                   help="stdout format (default text)")
+    g.add_argument("--strict", action="store_true", help="exit 3 on any damaged record")
+    p.set_defaults(func=run_telemetry)
+
+    p = sub.add_parser(
+        "rescue", parents=[common], formatter_class=_RAW,
+        help="copy event files into a folder with a SHA256SUMS manifest",
+        description="Copy every event file under SRC to DEST (same relative paths, temp file "
+                    "and rename), refuse to overwrite a different file, write DEST/SHA256SUMS "
+                    "and re-read the copy to verify it.",
+        epilog="example:\n  rightsize rescue /scratch/job123/tb data/telemetry/job123")
+    p.add_argument("src", metavar="SRC")
+    p.add_argument("dest", metavar="DEST")
+    p.set_defaults(func=run_rescue)
+
+    p = sub.add_parser(
+        "verify", parents=[common], formatter_class=_RAW,
+        help="check a folder against its SHA256SUMS (exit 3 on any difference)",
+        description="Re-hash every file listed in DIR/SHA256SUMS. Missing, extra and mismatched "
+                    "files are named one per line on stderr and the command exits 3.",
+        epilog="example:\n  rightsize verify data/telemetry/demo --json metrics/verify/demo.json")
+    p.add_argument("dir", metavar="DIR")
+    p.add_argument("--json", metavar="PATH", help="write {ok, files, bytes, missing, extra, "
+                   "mismatched}")
+    p.set_defaults(func=run_verify)
+
+    p = sub.add_parser(
+        "demo-run", parents=[common], formatter_class=_RAW,
+        help="write a synthetic preempted run with planted truth",
+        description="Write a synthetic multi-launch training run (preemptions, re-logged steps, "
+                    "pauses, header-only launches) into DEST with its SHA256SUMS, and the truth "
+                    "a cost report must recover into --truth. Deterministic per --seed.",
+        epilog="example:\n  rightsize demo-run data/telemetry/demo --seed 0 "
+               "--truth data/telemetry/demo.truth.json")
+    p.add_argument("dest", metavar="DEST")
+    p.add_argument("--seed", type=_nonneg_int, default=0, help="random seed (default 0)")
+    p.add_argument("--truth", metavar="PATH", help="write the planted truth JSON here")
+    p.add_argument("--log-every", type=_pos_int, default=1, metavar="K",
+                   help="log the step tag every K steps (default 1)")
+    p.set_defaults(func=run_demo)
+
+
+def _clean(obj: Any) -> Any:
+    """JSON-safe copy: non-finite floats become null."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _clean(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_clean(v) for v in obj]
+    return obj
+
+
+def _config(args: argparse.Namespace) -> Any:
+    from rightsize.errors import ParamsError
+    from rightsize.params import load_block
+    from rightsize.telemetry.report_config import TelemetryParams, resolve
+
+    run_params, gap = None, None
+    if args.params or args.run:
+        if not (args.params and args.run):
+            raise InputError("--params and --run go together")
+        block = load_block(args.params, "telemetry", TelemetryParams)
+        if args.run not in block.runs:
+            raise ParamsError(f"{args.params}: missing key telemetry.runs.{args.run}")
+        run_params, gap = block.runs[args.run], block.gap_s
+    flags = {k: getattr(args, k) for k in (
+        "train_records", "global_batch", "gpus", "drop_last", "step_tag", "val_tag", "gap_s",
+        "base_records", "base_units", "records", "epochs", "flops_per_unit", "peak_tflops",
+        "best")}
+    return resolve(flags, run_params, gap)
+
+
+def run_telemetry(args: argparse.Namespace) -> int:
+    """The ``telemetry`` verb."""
+    from rightsize import atomic
+    from rightsize.telemetry.cost_report import cost_reports
+    from rightsize.telemetry.render import render_report, render_runs
+    from rightsize.telemetry.scalars import read_scalars
+
+    cfg = _config(args)
+    root = Path(args.run_dir)
+    table = read_scalars(root, strict=False)
+    if not table.files:
+        raise InputError(f"{root}: no event files (events.out.tfevents.*) found")
+    reports = cost_reports(table, cfg)
+    seen = set()
+    for r in reports.values():
+        for w in r["warnings"]:
+            if w not in seen:
+                seen.add(w)
+                console.warn(w)
+    if args.strict and table.problems:
+        first = table.problems[0]
+        raise IntegrityError(f"{len(table.problems)} damaged records under {root} "
+                             f"(first: {first.message()})")
+    single = len(reports) == 1
+    doc = _clean(next(iter(reports.values())) if single else {"runs": reports})
+    if args.json:
+        atomic.write_json(args.json, doc)
+    if args.val_csv:
+        lines = ["epoch,step,value"] if single else ["run,epoch,step,value"]
+        for name, r in reports.items():
+            pre = "" if single else f"{_csv(name)},"
+            lines += [f"{pre}{p['epoch']},{p['step']},{p['value']!r}" for p in r["val_curve"]]
+        atomic.write_text(args.val_csv, "\n".join(lines) + "\n")
+    if args.format == "json":
+        print(json.dumps(doc, indent=2))
+    elif single:
+        name, r = next(iter(reports.items()))
+        print(render_report(str(root) if name in ("", ".") else f"{root}/{name}", r), end="")
+    else:
+        print(render_runs(reports), end="")
+    return 0
+
+
+def _csv(text: str) -> str:
+    return f'"{text.replace(chr(34), chr(34) * 2)}"' if any(c in text for c in ',"\n') else text
+
+
+def run_rescue(args: argparse.Namespace) -> int:
+    """The ``rescue`` verb."""
+    from rightsize.telemetry.rescue import rescue
+
+    res = rescue(args.src, args.dest)
+    print(f"{args.dest}: {len(res.copied)} copied, {len(res.unchanged)} unchanged, "
+          f"{res.bytes:,} bytes; SHA256SUMS verified")
+    return 0
+
+
+def run_verify(args: argparse.Namespace) -> int:
+    """The ``verify`` verb."""
+    from rightsize import atomic
+    from rightsize.telemetry.rescue import verify
+
+    res = verify(args.dir)
+    if args.json:
+        atomic.write_json(args.json, res.to_json())
+    if not res.ok:
+        lines = res.problems()
+        for line in lines:
+            console.warn(f"{Path(args.dir) / line}")
+        raise IntegrityError(f"{args.dir}: {len(lines)} files fail SHA256SUMS "
+                             f"(first: {lines[0]})")
+    print(f"{args.dir}: {res.files} files, {res.bytes:,} bytes match SHA256SUMS")
+    return 0
+
+
+def run_demo(args: argparse.Namespace) -> int:
+    """The ``demo-run`` verb."""
+    from rightsize.telemetry.demo import DemoConfig, demo_run
+
+    facts = demo_run(args.dest, args.truth, DemoConfig(seed=args.seed, log_every=args.log_every))
+    console.info(f"{args.dest}: {facts['launches']} launches, {facts['max_step']:,} steps, "
+                 f"{facts['relogged_steps']:,} re-logged")
+    return 0

@@ -1,0 +1,147 @@
+"""One split's probe inputs as whole arrays, and the train-split target standardization.
+
+Every probe reads the same :class:`SplitData` (numpy, sliced from
+:class:`~rightsize.cohort.arrays.CohortArrays` by split index); torch probes move it to
+tensors once with :meth:`SplitData.tensors` and batch by index slices. A modality is
+"absent" when its inputs are zero and its tokens masked, which is how both real missing
+data and the missing-modality evaluation look to a probe.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from rightsize.cohort.arrays import CohortArrays
+from rightsize.errors import DataError
+
+if TYPE_CHECKING:
+    import torch
+
+
+@dataclass(frozen=True)
+class SplitData:
+    """Rows of one split: inputs, masks and targets (``m`` rows, ``c`` clips)."""
+
+    echo: np.ndarray       # (m, c, echo_dim) float32, zero where masked
+    clip_mask: np.ndarray  # (m, c) bool, True where a clip is present
+    ecg: np.ndarray        # (m, ecg_dim) float32, zero where absent
+    has_ecg: np.ndarray    # (m,) bool
+    lvef: np.ndarray       # (m,) float64, percent
+    ef_le_40: np.ndarray   # (m,) bool
+
+    def __len__(self) -> int:
+        return int(self.lvef.shape[0])
+
+    @property
+    def has_echo(self) -> np.ndarray:
+        """(m,) bool: at least one clip present."""
+        return self.clip_mask.any(axis=1)
+
+    def drop(self, echo: bool = False, ecg: bool = False) -> SplitData:
+        """A copy with the echo and/or ECG modality absent (zeroed and masked)."""
+        out = self
+        if echo:
+            out = SplitData(np.zeros_like(out.echo), np.zeros_like(out.clip_mask), out.ecg,
+                            out.has_ecg, out.lvef, out.ef_le_40)
+        if ecg:
+            out = SplitData(out.echo, out.clip_mask, np.zeros_like(out.ecg),
+                            np.zeros_like(out.has_ecg), out.lvef, out.ef_le_40)
+        return out
+
+    def subset(self, rows: np.ndarray) -> SplitData:
+        """The rows ``rows`` (index or boolean mask)."""
+        return SplitData(self.echo[rows], self.clip_mask[rows], self.ecg[rows],
+                         self.has_ecg[rows], self.lvef[rows], self.ef_le_40[rows])
+
+    def tensors(self, device: torch.device | str = "cpu") -> dict[str, torch.Tensor]:
+        """Model inputs as tensors on ``device``: echo, clip_mask, ecg, has_ecg."""
+        import torch
+
+        return {
+            "echo": torch.from_numpy(np.ascontiguousarray(self.echo)).to(device),
+            "clip_mask": torch.from_numpy(self.clip_mask).to(device),
+            "ecg": torch.from_numpy(np.ascontiguousarray(self.ecg)).to(device),
+            "has_ecg": torch.from_numpy(self.has_ecg).to(device),
+        }
+
+
+def split_data(arrays: CohortArrays, split: str) -> SplitData:
+    """Slice ``split`` out of ``arrays``; rows without echo get an all-False clip mask."""
+    idx = arrays.index(split)
+    if idx.size == 0:
+        raise DataError(f"manifest has no rows in split {split!r}")
+    mask = arrays.clip_mask[idx] & arrays.has_echo[idx, None]
+    echo = arrays.echo[idx].astype(np.float32, copy=False)
+    has_ecg = arrays.has_ecg[idx].astype(bool)
+    ecg = arrays.ecg[idx].astype(np.float32, copy=False)
+    lvef = arrays.lvef[idx].astype(np.float64)
+    if not np.isfinite(lvef).all():
+        raise DataError(f"manifest column lvef has non-finite values in split {split!r}")
+    return SplitData(echo=echo, clip_mask=mask, ecg=ecg, has_ecg=has_ecg, lvef=lvef,
+                     ef_le_40=arrays.ef_le_40[idx].astype(bool))
+
+
+@dataclass(frozen=True)
+class Standardizer:
+    """``z = (y - mean) / sd`` with constants from the train split."""
+
+    mean: float
+    sd: float
+
+    @classmethod
+    def fit(cls, y: np.ndarray) -> Standardizer:
+        """Constants of ``y`` (sd of a constant target is taken as 1)."""
+        sd = float(np.std(y))
+        return cls(mean=float(np.mean(y)), sd=sd if sd > 0 else 1.0)
+
+    def forward(self, y: np.ndarray) -> np.ndarray:
+        """Standardize ``y`` (float64)."""
+        return (np.asarray(y, dtype=np.float64) - self.mean) / self.sd
+
+    def inverse(self, z: np.ndarray) -> np.ndarray:
+        """Back to percent (float64)."""
+        return np.asarray(z, dtype=np.float64) * self.sd + self.mean
+
+
+@dataclass(frozen=True)
+class Moments:
+    """Train-split input statistics of echo clips (present ones) and ECGs (present ones).
+
+    Per-feature mean and sd, and optionally the top-``rank`` principal directions of the
+    standardized features (``(dim, rank)`` orthonormal columns; None when ``rank`` is 0 or
+    not below ``dim``).
+    """
+
+    echo_mean: np.ndarray  # (echo_dim,) float32
+    echo_sd: np.ndarray
+    ecg_mean: np.ndarray   # (ecg_dim,) float32
+    ecg_sd: np.ndarray
+    echo_basis: np.ndarray | None = None   # (echo_dim, rank) float32
+    ecg_basis: np.ndarray | None = None    # (ecg_dim, rank) float32
+
+    @classmethod
+    def fit(cls, data: SplitData, rank: int = 0) -> Moments:
+        """Moments over present clips / present ECGs (zeros and ones when none present)."""
+        clips = data.echo[data.clip_mask]
+        ecgs = data.ecg[data.has_ecg]
+        em, es, eb = _moments(clips, data.echo.shape[-1], rank)
+        gm, gs, gb = _moments(ecgs, data.ecg.shape[-1], rank)
+        return cls(em, es, gm, gs, eb, gb)
+
+
+def _moments(x: np.ndarray, dim: int,
+             rank: int) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    if x.shape[0] == 0:
+        return np.zeros(dim, np.float32), np.ones(dim, np.float32), None
+    mean = x.mean(axis=0, dtype=np.float64)
+    sd = x.std(axis=0, dtype=np.float64)
+    sd = np.where(sd > 1e-8, sd, 1.0)
+    basis = None
+    if 0 < rank < dim:
+        z = (x - mean) / sd
+        _, vecs = np.linalg.eigh(z.T @ z)              # ascending eigenvalues
+        basis = np.ascontiguousarray(vecs[:, ::-1][:, :rank], dtype=np.float32)
+    return mean.astype(np.float32), sd.astype(np.float32), basis

@@ -1,0 +1,70 @@
+"""Test-split evaluation of a trained probe: MAE and AUROC with bootstrap intervals.
+
+The metric dict has stable keys (scalars and nested dicts only, as DVC wants):
+``test.{mae,mae_lo,mae_hi,auroc,auroc_lo,auroc_hi,n,n_pos,...}``, ``val.mae``,
+``best_epoch``, ``mean_predictor_mae`` (train-mean LVEF on test), ``params``,
+``checkpoint_bytes``, ``wall_clock_s.{train,eval,total}``, ``peak_rss_mb``,
+``peak_rss_mb_train``, ``hardware.*`` and, for the fused probe,
+``attention_entropy.{echo_to_ecg,ecg_to_echo}`` (+ ``*_max`` = mean log(n_keys) and
+``*_null`` = mean weight on the null token).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from rightsize.cohort.arrays import CohortArrays
+from rightsize.probes.bootstrap import bootstrap_indices, summarize
+from rightsize.probes.config import EvaluateConfig
+from rightsize.probes.data import SplitData, split_data
+from rightsize.probes.predict import Probe
+
+
+def score_split(probe: Probe, test: SplitData, n_boot: int, seed: int,
+                 ci: float) -> tuple[dict[str, Any], float]:
+    """``summarize`` of ``probe`` on ``test`` and the seconds the bootstrap took."""
+    lvef, score = probe.predict(test)
+    t0 = time.perf_counter()
+    idx = bootstrap_indices(len(test), n_boot, seed)
+    out = summarize(test.lvef, lvef, test.ef_le_40, score, idx, ci)
+    return out, time.perf_counter() - t0
+
+
+def mean_predictor_mae(arrays: CohortArrays, split: str = "test") -> float:
+    """MAE on ``split`` of always predicting the train-split mean LVEF."""
+    train_mean = float(np.mean(arrays.lvef[arrays.index("train")], dtype=np.float64))
+    y = arrays.lvef[arrays.index(split)].astype(np.float64)
+    return float(np.mean(np.abs(y - train_mean)))
+
+
+def evaluate_probe(probe: Probe, sidecar: dict[str, Any], arrays: CohortArrays,
+                   cfg: EvaluateConfig) -> dict[str, Any]:
+    """Metrics of ``probe`` (with its checkpoint ``sidecar``) on the test split.
+
+    Wall clock, peak RSS, hardware and checkpoint size are added by the caller (the verb),
+    which knows the whole process; this returns the model-quality part plus
+    ``bootstrap_s``.
+    """
+    test = split_data(arrays, "test")
+    val = split_data(arrays, "val")
+    metrics, boot_s = score_split(probe, test, cfg.n_bootstrap, cfg.seed, cfg.ci)
+    val_mae = float(np.mean(np.abs(probe.predict(val)[0] - val.lvef)))
+    out: dict[str, Any] = {
+        "probe": probe.name,
+        "test": metrics,
+        "val": {"mae": val_mae},
+        "best_epoch": int(sidecar.get("best_epoch", 0)),
+        "epochs": int(sidecar.get("epochs", 0)),
+        "mean_predictor_mae": mean_predictor_mae(arrays),
+        "params": probe.n_params,
+        "ef_score": sidecar.get("ef_score", "neg_lvef"),
+        "ci": cfg.ci,
+        "bootstrap_s": boot_s,
+    }
+    entropy = probe.attention_entropy(test)
+    if entropy is not None:
+        out["attention_entropy"] = entropy
+    return out

@@ -1,0 +1,114 @@
+"""A trained probe of any kind behind one interface: LVEF predictions and EF<=40 scores.
+
+:class:`Probe` wraps either a torch module or a :class:`LinearEcgProbe` with the
+train-split target standardization. Predictions always go through :meth:`Probe.predict`
+(fixed batch size, fixed order), so a probe evaluated right after training and the same
+probe reloaded from its checkpoint give bit-identical numbers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from rightsize.probes.data import SplitData, Standardizer
+from rightsize.probes.linear import LinearEcgProbe
+
+PREDICT_BATCH = 512
+
+
+def predict_z(model: Any, data: SplitData, device: Any = "cpu",
+              batch: int = PREDICT_BATCH) -> np.ndarray:
+    """Standardized predictions (m,) float64 of torch ``model`` (eval mode, no grad)."""
+    import torch
+
+    tensors = data.tensors(device)
+    was_training = model.training
+    model.eval()
+    out = []
+    with torch.no_grad():
+        for lo in range(0, len(data), batch):
+            part = {k: t[lo:lo + batch] for k, t in tensors.items()}
+            out.append(model(**part))
+    model.train(was_training)
+    if not out:
+        return np.zeros(0)
+    return torch.cat(out).to("cpu", torch.float64).numpy()
+
+
+@dataclass
+class Probe:
+    """A trained probe: ``model`` (torch module or LinearEcgProbe) + target standardization."""
+
+    name: str
+    model: Any
+    std: Standardizer
+    device: Any = "cpu"
+
+    @property
+    def is_torch(self) -> bool:
+        """True for the echo/concat/fused torch probes."""
+        return not isinstance(self.model, LinearEcgProbe)
+
+    @property
+    def n_params(self) -> int:
+        """Trainable parameter count."""
+        if self.is_torch:
+            from rightsize.probes.models import count_params
+
+            return count_params(self.model)
+        return self.model.n_params
+
+    def predict(self, data: SplitData) -> tuple[np.ndarray, np.ndarray]:
+        """``(lvef_percent, ef_le_40_score)``, both (m,) float64.
+
+        Torch probes score EF<=40 with the negated LVEF prediction; the ECG probe with its
+        LogisticRegression logit.
+        """
+        if self.is_torch:
+            lvef = self.std.inverse(predict_z(self.model, data, self.device))
+            return lvef, -lvef
+        return self.std.inverse(self.model.predict_z(data)), self.model.ef_score(data)
+
+    def attention_entropy(self, data: SplitData) -> dict[str, float] | None:
+        """Mean attention entropy per direction (nats) for the fused probe, else None.
+
+        Averaged over heads and present queries (clip tokens for echo->ECG, the ECG token
+        for ECG->echo). ``*_max`` is the mean of ``log(n_keys)`` (null token included), the
+        value a uniform attention would reach; ``*_null`` the mean weight on the null token.
+        """
+        if self.name != "fused" or len(data) == 0:
+            return None
+        import torch
+
+        t = data.tensors(self.device)
+        self.model.eval()
+        with torch.no_grad():
+            _, w_e, w_g = self.model.fuse(**t, need_weights=True)
+        w_e = w_e.to("cpu", torch.float64).numpy()            # (m, H, c, 2)
+        w_g = w_g.to("cpu", torch.float64).numpy()[:, :, 0]   # (m, H, 1+c)
+        q_e = data.clip_mask                                  # present echo queries
+        n_e = 1 + data.has_ecg.astype(np.float64)             # keys per echo query
+        n_g = 1 + data.clip_mask.sum(axis=1).astype(np.float64)
+        ent_e = _entropy(w_e).mean(axis=1)                    # (m, c)
+        ent_g = _entropy(w_g).mean(axis=1)                    # (m,)
+        q_rows = q_e.sum()
+        out = {
+            "echo_to_ecg": float(ent_e[q_e].mean()) if q_rows else 0.0,
+            "echo_to_ecg_max": float(np.log(np.broadcast_to(n_e[:, None], q_e.shape)[q_e]).mean())
+            if q_rows else 0.0,
+            "echo_to_ecg_null": float(w_e[..., 0].mean(axis=1)[q_e].mean()) if q_rows else 0.0,
+            "ecg_to_echo": float(ent_g.mean()),
+            "ecg_to_echo_max": float(np.log(n_g).mean()),
+            "ecg_to_echo_null": float(w_g[..., 0].mean()),
+        }
+        return out
+
+
+def _entropy(w: np.ndarray) -> np.ndarray:
+    """Entropy (nats) over the last axis; zero weights contribute 0."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(w > 0, -w * np.log(w), 0.0)
+    return terms.sum(axis=-1)

@@ -1,0 +1,84 @@
+"""Training logs of a probe run: a tfevents file and the per-epoch loss curve CSV.
+
+Events (TensorBoard's format, via :class:`~rightsize.telemetry.writer.EventWriter`):
+``Loss/train_step`` at every optimizer step (global step from 1, the step's real wall
+time), then ``Loss/train_epoch`` and ``Loss/val_epoch`` at the step closing each epoch.
+The event file is written epoch by epoch into a hidden temporary folder inside the events
+directory and renamed into place when the run succeeds, replacing the event files of a
+previous run there (one run per directory, so the telemetry analyzer never mixes runs).
+
+The curve CSV (``epoch,train_loss,val_loss``, epoch 1-based) is written atomically at close.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+import tempfile
+from pathlib import Path
+
+from rightsize.atomic import write_text
+from rightsize.telemetry.writer import EventWriter
+
+EVENT_GLOB = "events.out.tfevents.*"
+
+
+class RunLog:
+    """Per-epoch sink for a training run (``events_dir`` and/or ``curve_csv`` may be None)."""
+
+    def __init__(self, events_dir: str | os.PathLike[str] | None,
+                 curve_csv: str | os.PathLike[str] | None, start_wall: float) -> None:
+        self.events_dir = Path(events_dir) if events_dir is not None else None
+        self.curve_csv = Path(curve_csv) if curve_csv is not None else None
+        self.rows: list[tuple[int, float, float]] = []
+        self._tmp: Path | None = None
+        self._writer: EventWriter | None = None
+        if self.events_dir is not None:
+            self.events_dir.mkdir(parents=True, exist_ok=True)
+            self._tmp = Path(tempfile.mkdtemp(prefix=".partial-", dir=self.events_dir))
+            self._writer = EventWriter(self._tmp, wall_time=start_wall,
+                                       host=socket.gethostname() or "localhost")
+
+    def epoch(self, epoch: int, first_step: int, step_losses: list[float],
+              step_walls: list[float], train_loss: float, val_loss: float,
+              val_wall: float) -> None:
+        """Record one epoch: its steps (``first_step`` is the global step of the first)."""
+        self.rows.append((epoch, train_loss, val_loss))
+        if self._writer is None:
+            return
+        w = self._writer
+        for i, (loss, wall) in enumerate(zip(step_losses, step_walls, strict=True)):
+            w.add_scalar("Loss/train_step", loss, first_step + i, wall)
+        last = first_step + len(step_losses) - 1
+        w.add_scalar("Loss/train_epoch", train_loss, last,
+                     step_walls[-1] if step_walls else val_wall)
+        w.add_scalar("Loss/val_epoch", val_loss, last, val_wall)
+        w.flush()
+
+    def close(self, ok: bool = True) -> None:
+        """Finish: on success move the event file into place and write the CSV."""
+        if self._writer is not None:
+            self._writer.close()
+            assert self.events_dir is not None and self._tmp is not None
+            if ok:
+                for old in self.events_dir.glob(EVENT_GLOB):
+                    old.unlink()
+                src = self._writer.path
+                with open(src, "rb+") as fh:
+                    os.fsync(fh.fileno())
+                os.replace(src, self.events_dir / src.name)
+            with contextlib.suppress(OSError):
+                shutil.rmtree(self._tmp)
+            self._writer = None
+        if ok and self.curve_csv is not None:
+            lines = ["epoch,train_loss,val_loss"]
+            lines += [f"{e},{t!r},{v!r}" for e, t, v in self.rows]
+            write_text(self.curve_csv, "\n".join(lines) + "\n")
+
+    def __enter__(self) -> RunLog:
+        return self
+
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        self.close(ok=exc_type is None)

@@ -1,0 +1,97 @@
+"""Number formatting shared by the report's tables and verdicts (one style everywhere)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+DASH = "—"
+
+
+def _finite(x: Any) -> float | None:
+    if isinstance(x, bool) or not isinstance(x, int | float):
+        return None
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def number(x: Any, digits: int = 3) -> str:
+    """``x`` with ``digits`` significant digits and thousands separators; dash when absent.
+
+    Integers print whole (``11,999``); floats keep their significant digits (``8.00``).
+    """
+    v = _finite(x)
+    if v is None:
+        return DASH if x is None or isinstance(x, int | float) else str(x)
+    if v == 0:
+        return "0"
+    if isinstance(x, int) and abs(v) < 1e15:
+        return f"{int(x):,}"
+    mag = math.floor(math.log10(abs(v)))
+    decimals = max(0, digits - 1 - mag)
+    if abs(v) >= 1e6 or abs(v) < 1e-3:
+        return f"{v:.{digits - 1}e}"
+    return f"{v:,.{decimals}f}"
+
+
+def integer(x: Any) -> str:
+    """Whole number with thousands separators (rounded); dash when absent."""
+    v = _finite(x)
+    return DASH if v is None else f"{round(v):,}"
+
+
+def seconds(x: Any) -> str:
+    """Duration: ``42.1 s`` below two minutes, else ``12.3 min (738 s)`` or hours."""
+    v = _finite(x)
+    if v is None:
+        return DASH
+    if v < 120:
+        return f"{number(v)} s"
+    if v < 7200:
+        return f"{v / 60:.1f} min ({v:,.0f} s)"
+    return f"{v / 3600:.2f} h ({v:,.0f} s)"
+
+
+def hours(x: Any) -> str:
+    """Hours with three significant digits: ``12.4 h``."""
+    v = _finite(x)
+    return DASH if v is None else f"{number(v)} h"
+
+
+def nbytes(x: Any) -> str:
+    """Decimal byte size: ``3.07 TB``, ``512 kB``, ``17 B``."""
+    v = _finite(x)
+    if v is None:
+        return DASH
+    for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if abs(v) >= scale:
+            return f"{number(v / scale)} {unit}"
+    return f"{int(v)} B"
+
+
+def megabytes(x: Any) -> str:
+    """Memory in MB as measured (peak RSS): ``512 MB``."""
+    v = _finite(x)
+    return DASH if v is None else f"{number(v)} MB"
+
+
+def ci(value: Any, lo: Any, hi: Any, digits: int = 3) -> str:
+    """``0.812 [0.776, 0.845]``; the bracket is left out when the bounds are absent."""
+    if _finite(value) is None:
+        return DASH
+    if _finite(lo) is None or _finite(hi) is None:
+        return number(value, digits)
+    return f"{number(value, digits)} [{number(lo, digits)}, {number(hi, digits)}]"
+
+
+def yes_no(x: Any) -> str:
+    """``yes`` / ``NO`` for booleans, dash otherwise."""
+    if isinstance(x, bool):
+        return "yes" if x else "NO"
+    return DASH
+
+
+def count_word(n: int) -> str:
+    """``four`` for small counts, digits otherwise."""
+    words = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
+    return words[n] if 0 <= n < len(words) else str(n)

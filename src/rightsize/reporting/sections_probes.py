@@ -1,0 +1,253 @@
+"""Report sections for the probes: quality with 95 % CIs, curves, missing modality,
+wall-clock, footprint, the re-extraction sizing answer and the hardware stamp."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rightsize.reporting import figures, fmt
+from rightsize.reporting.doc import Block, Heading, Note, Para, table
+from rightsize.reporting.load import ReportInputs, Source, get, num
+from rightsize.reporting.verdicts import probe_total_seconds
+
+MODALITY_ROWS = (("both_present", "both modalities"), ("echo_absent", "echo absent"),
+                 ("ecg_absent", "ECG absent"))
+HARDWARE_KEYS = ("cpu", "cores", "threads", "torch", "sklearn", "device")
+SIZING_ROWS = (
+    ("records", "records to re-extract", fmt.integer),
+    ("gpu_hours", "GPU-hours", fmt.number),
+    ("wall_clock_hours", "wall-clock", fmt.hours),
+    ("gpus", "GPUs", fmt.integer),
+    ("records_per_s_per_gpu", "throughput (records/s per GPU)", fmt.number),
+    ("storage_bytes", "token-level storage", fmt.nbytes),
+    ("pooled_storage_bytes", "pooled storage", fmt.nbytes),
+    ("disk_bytes", "disk", fmt.nbytes),
+    ("fits_disk", "fits disk", fmt.yes_no),
+    ("max_records_on_disk", "max records on disk", fmt.integer),
+)
+
+
+def probe_sections(inputs: ReportInputs) -> list[Block]:
+    """Every probe section in order."""
+    blocks: list[Block] = [Heading("Probes", 2, "probes")]
+    blocks += cohort_blocks(inputs.cohort)
+    blocks += metrics_blocks(inputs)
+    blocks += curve_blocks(inputs)
+    blocks += missing_modality_blocks(inputs.missing_modality)
+    blocks += wall_clock_blocks(inputs)
+    blocks += footprint_blocks(inputs.footprint, inputs.cohort)
+    blocks += probe_telemetry_blocks(inputs)
+    blocks += sizing_blocks(inputs.sizing)
+    blocks += hardware_blocks(inputs)
+    return blocks
+
+
+def cohort_blocks(cohort: Source) -> list[Block]:
+    """One line on the cohort the probes were trained on."""
+    if not cohort.ok:
+        return [Note(f"Cohort: {cohort.note()}.".replace(": Not", ": not", 1))]
+    d = cohort.data
+    return [Para(f"Cohort: {fmt.integer(num(d, 'n_subjects'))} subjects, up to "
+                 f"{fmt.integer(num(d, 'max_clips'))} clips per study; a perfect model's MAE "
+                 f"(label noise floor) is {fmt.number(num(d, 'perfect_model_mae'))}; building "
+                 f"it peaked at {fmt.megabytes(num(d, 'peak_rss_mb'))} RSS.")]
+
+
+def metrics_blocks(inputs: ReportInputs) -> list[Block]:
+    """Test metrics with 95 % bootstrap CIs, one row per probe, plus the interval figure."""
+    blocks: list[Block] = [Heading("Test metrics (95 % CI)", 3, "probe-metrics")]
+    rows, mae, auc = [], [], []
+    for p in inputs.probes:
+        src = inputs.evals[p]
+        if not src.ok:
+            rows.append([p, src.note()] + [fmt.DASH] * 5)
+            continue
+        d = src.data
+        t = "test."
+        rows.append([p, fmt.ci(num(d, t + "mae"), num(d, t + "mae_lo"), num(d, t + "mae_hi")),
+                     fmt.ci(num(d, t + "auroc"), num(d, t + "auroc_lo"), num(d, t + "auroc_hi")),
+                     fmt.number(num(d, "val.mae")), fmt.number(num(d, "best_epoch")),
+                     fmt.number(num(d, "mean_predictor_mae")), fmt.integer(num(d, "params"))])
+        mae.append((p, num(d, t + "mae"), num(d, t + "mae_lo"), num(d, t + "mae_hi")))
+        auc.append((p, num(d, t + "auroc"), num(d, t + "auroc_lo"), num(d, t + "auroc_hi")))
+    blocks.append(table(["probe", "test MAE [95 % CI]", "test AUROC [95 % CI]", "val MAE",
+                         "best epoch", "mean-predictor MAE", "params"], rows,
+                        "Bootstrap 95 % intervals on the test split; the mean predictor is the "
+                        "baseline every probe must beat."))
+    fig = figures.intervals("probe_metrics", "Probe test metrics with 95 % CIs",
+                            [("test MAE (label units)", mae), ("test AUROC (unitless)", auc)],
+                            "Dots: point estimates; bars: bootstrap 95 % intervals.")
+    if fig:
+        blocks.append(fig)
+    fused = inputs.evals.get("fused")
+    entropy = get(fused.data, "attention_entropy") if fused is not None and fused.ok else None
+    if entropy is not None:
+        blocks.append(Para(f"Fused probe attention entropy: {_flat(entropy)}."))
+    return blocks
+
+
+def _flat(x: Any) -> str:
+    if isinstance(x, dict):
+        return ", ".join(f"{k} {_flat(v)}" for k, v in x.items())
+    if isinstance(x, list):
+        return "[" + ", ".join(_flat(v) for v in x[:12]) + (", ..." if len(x) > 12 else "") + "]"
+    return fmt.number(x, 4)
+
+
+def curve_blocks(inputs: ReportInputs) -> list[Block]:
+    """Train/val loss per epoch, one figure per probe."""
+    blocks: list[Block] = [Heading("Training curves", 3, "probe-curves")]
+    for p in inputs.probes:
+        src = inputs.curves[p]
+        best = get(inputs.evals[p].data, "best_epoch") if inputs.evals[p].ok else None
+        fig = figures.probe_curve(p, src.data, best) if src.ok else None
+        if fig is not None:
+            blocks.append(fig)
+        elif src.ok and len(src.data.get("epoch", ())) == 1:
+            losses = ", ".join(f"{c.replace('_', ' ')} {fmt.number(float(src.data[c][0]), 4)}"
+                               for c in ("train_loss", "val_loss") if c in src.data)
+            blocks.append(Para(f"probe {p}: a single fit (one epoch, nothing to plot): "
+                               f"{losses or 'no loss recorded'}."))
+        elif src.ok:
+            blocks.append(Note(f"probe {p}: {src.path} has no epochs with a loss."))
+        else:
+            blocks.append(Note(f"probe {p}: {src.note()}."))
+    return blocks
+
+
+def missing_modality_blocks(src: Source) -> list[Block]:
+    """The fused probe with one modality removed at test time."""
+    blocks: list[Block] = [Heading("Missing modality (fused probe)", 3, "missing-modality")]
+    if not src.ok:
+        return blocks + [Note(f"{src.note()} (dvc repro missing_modality).")]
+    rows, mae, auc = [], [], []
+    for key, label in MODALITY_ROWS:
+        d = get(src.data, key)
+        if not isinstance(d, dict):
+            rows.append([label, "not in file", fmt.DASH, fmt.DASH])
+            continue
+        rows.append([label, fmt.ci(num(d, "mae"), num(d, "mae_lo"), num(d, "mae_hi")),
+                     fmt.ci(num(d, "auroc"), num(d, "auroc_lo"), num(d, "auroc_hi")),
+                     fmt.integer(num(d, "n_bootstrap"))])
+        mae.append((label, num(d, "mae"), num(d, "mae_lo"), num(d, "mae_hi")))
+        auc.append((label, num(d, "auroc"), num(d, "auroc_lo"), num(d, "auroc_hi")))
+    blocks.append(table(["condition", "test MAE [95 % CI]", "test AUROC [95 % CI]",
+                         "bootstrap resamples"], rows))
+    fig = figures.intervals("missing_modality", "Fused probe with a modality missing",
+                            [("test MAE (label units)", mae), ("test AUROC (unitless)", auc)],
+                            "The fused probe evaluated with both, or only one, modality.")
+    if fig:
+        blocks.append(fig)
+    return blocks
+
+
+def wall_clock_blocks(inputs: ReportInputs) -> list[Block]:
+    """Seconds per phase and peak RSS per probe."""
+    blocks: list[Block] = [Heading("Wall-clock per phase", 3, "wall-clock")]
+    rows, bars, total = [], [], None
+    for p in inputs.probes:
+        src = inputs.evals[p]
+        if not src.ok:
+            rows.append([p, src.note(), fmt.DASH, fmt.DASH, fmt.DASH])
+            continue
+        d = src.data
+        t = probe_total_seconds(d)
+        if t is not None:
+            total = (total or 0.0) + t
+        rss = [num(d, "peak_rss_mb_train"), num(d, "peak_rss_mb")]
+        rows.append([p, fmt.seconds(num(d, "wall_clock_s.train")),
+                     fmt.seconds(num(d, "wall_clock_s.eval")), fmt.seconds(t),
+                     " / ".join(fmt.megabytes(v) for v in rss if v is not None) or fmt.DASH])
+        bars.append((p, num(d, "wall_clock_s.train"), num(d, "wall_clock_s.eval")))
+    rows.append(["all probes", "", "", fmt.seconds(total), ""])
+    blocks.append(table(["probe", "train", "evaluate", "total", "peak RSS"], rows,
+                        "Peak RSS: training / evaluation process where both were measured."))
+    fig = figures.wall_clock(bars)
+    if fig:
+        blocks.append(fig)
+    return blocks
+
+
+def footprint_blocks(src: Source, cohort: Source) -> list[Block]:
+    """Checkpoint bytes and params, payload vs max_clips, peak RSS per stage, disk."""
+    blocks: list[Block] = [Heading("Footprint", 3, "footprint")]
+    if not src.ok:
+        return blocks + [Note(f"{src.note()} (dvc repro footprint).")]
+    d = src.data
+    ckpt = get(d, "checkpoints") or {}
+    rows = [[p, fmt.nbytes(num(c, "bytes")), fmt.integer(num(c, "params"))]
+            for p, c in ckpt.items() if isinstance(c, dict)]
+    blocks.append(table(["probe", "checkpoint", "params"], rows, "Checkpoints on disk."))
+    configured = num(cohort.data, "max_clips") if cohort.ok else num(d, "max_clips")
+    payload = [r for r in (get(d, "payload_table") or []) if isinstance(r, dict)]
+    prow = [[fmt.integer(num(r, "max_clips")) + (" (configured)" if configured is not None
+                                                  and num(r, "max_clips") == configured else ""),
+             fmt.nbytes(num(r, "payload_bytes"))] for r in payload]
+    blocks.append(table(["max clips per study", "float32 payload"], prow,
+                        f"Manifest on disk: {fmt.nbytes(num(d, 'manifest_bytes'))}."))
+    fig = figures.payload(payload, configured, num(d, "manifest_bytes"))
+    if fig:
+        blocks.append(fig)
+    rss = get(d, "peak_rss_mb") or {}
+    blocks.append(table(["stage", "peak RSS"],
+                        [[k, fmt.megabytes(num(rss, k))] for k in rss], "Peak resident memory."))
+    writable = get(d, "writable") or {}
+    places = ", ".join(f"{k} {'yes' if v else 'NO'}" for k, v in writable.items())
+    blocks.append(Para(f"Free disk: {fmt.nbytes(num(d, 'free_disk_bytes'))}; writable: "
+                       f"{places or fmt.DASH}."))
+    return blocks
+
+
+def probe_telemetry_blocks(inputs: ReportInputs) -> list[Block]:
+    """The probes' own training logs read by the telemetry engine."""
+    present = {p: s for p, s in inputs.probe_telemetry.items() if s.ok}
+    blocks: list[Block] = [Heading("Probe training logs (telemetry)", 3, "probe-telemetry")]
+    if not present:
+        return blocks + [Note("Not run: no metrics/telemetry/probe_<probe>.json "
+                              "(dvc repro probe_telemetry).")]
+    rows = []
+    for p, s in present.items():
+        d = s.data
+        rows.append([p, f"{fmt.number(num(d, 'step_time_s.median'))} s",
+                     fmt.integer(num(d, "steps_per_epoch")), fmt.number(num(d, "epochs_run")),
+                     fmt.hours(num(d, "active_hours")), fmt.number(num(d, "best_epoch")),
+                     fmt.integer(num(d, "launches"))])
+    absent = [p for p in inputs.probes if p not in present]
+    caption = f"No training log for: {', '.join(absent)}." if absent else ""
+    blocks.append(table(["probe", "median step", "steps/epoch", "epochs run", "active",
+                         "best epoch", "launches"], rows, caption))
+    return blocks
+
+
+def sizing_blocks(src: Source) -> list[Block]:
+    """The GPU-sizing answer for re-extracting token-level embeddings."""
+    blocks: list[Block] = [Heading("GPU sizing: re-extraction", 3, "sizing")]
+    if not src.ok:
+        return blocks + [Note(f"{src.note()} (dvc repro sizing).")]
+    d = src.data
+    known = {k for k, _, _ in SIZING_ROWS}
+    rows = [[label, f(get(d, key))] for key, label, f in SIZING_ROWS if key in d]
+    rows += [[k, str(v)] for k, v in d.items()
+             if k not in known and isinstance(v, int | float | str | bool | None)]
+    return blocks + [table(["quantity", "value"], rows, "From metrics/sizing.json (inputs "
+                                                        "echoed below the answer).")]
+
+
+def hardware_blocks(inputs: ReportInputs) -> list[Block]:
+    """The hardware and library versions the probe numbers were measured on."""
+    blocks: list[Block] = [Heading("Hardware stamp", 3, "hardware")]
+    stamps = {p: get(s.data, "hardware") for p, s in inputs.evals.items() if s.ok}
+    stamps = {p: h for p, h in stamps.items() if isinstance(h, dict)}
+    if not stamps:
+        return blocks + [Note("No hardware stamp: no metrics/eval/<probe>.json with hardware.")]
+    seen = {k for h in stamps.values() for k in h}
+    keys = list(HARDWARE_KEYS) + sorted(seen - set(HARDWARE_KEYS))
+    rows = []
+    for k in keys:
+        values = {p: str(h.get(k, fmt.DASH)) for p, h in stamps.items()}
+        distinct = set(values.values())
+        cell = distinct.pop() if len(distinct) == 1 else "; ".join(
+            f"{p}: {v}" for p, v in values.items())
+        rows.append([k, cell])
+    return blocks + [table(["field", "value"], rows, f"From the eval files of "
+                                                     f"{', '.join(stamps)}.")]

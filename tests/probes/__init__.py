@@ -1,0 +1,1 @@
+"""Tests of the probe engine (rightsize.probes, rightsize.measure, verbs/probes)."""

@@ -1,0 +1,80 @@
+"""Checkpoints: no pickled code, and a reload reproduces the test metrics exactly."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+
+import numpy as np
+import pytest
+import torch
+
+from rightsize.errors import DataError, InputError
+from rightsize.probes.checkpoint import (
+    SIDECAR,
+    checkpoint_bytes,
+    load_checkpoint,
+    read_sidecar,
+    save_checkpoint,
+)
+from rightsize.probes.data import split_data
+from rightsize.probes.evaluate import score_split
+
+
+@pytest.mark.parametrize("name", ["ecg", "echo", "concat", "fused"])
+def test_reload_reproduces_test_metrics_exactly(fits, cohort, tmp_path, name):
+    fit = fits[name][0]
+    save_checkpoint(tmp_path, fit.probe, fit.arch, {"best_epoch": fit.best_epoch})
+    probe, side = load_checkpoint(tmp_path, name)
+    test = split_data(cohort, "test")
+    before = fit.probe.predict(test)
+    after = probe.predict(test)
+    np.testing.assert_array_equal(before[0], after[0])
+    np.testing.assert_array_equal(before[1], after[1])
+    assert score_split(fit.probe, test, 200, 0, 0.95)[0] == score_split(probe, test, 200, 0,
+                                                                         0.95)[0]
+    assert side["params"] == fit.probe.n_params and side["best_epoch"] == fit.best_epoch
+    assert side["standardization"] == {"mean": fit.probe.std.mean, "sd": fit.probe.std.sd}
+    assert checkpoint_bytes(tmp_path) > 0
+
+
+def test_weights_hold_only_plain_tensors_and_arrays(fits, tmp_path):
+    fused = fits["fused"][0]
+    save_checkpoint(tmp_path / "fused", fused.probe, fused.arch, {})
+    state = torch.load(tmp_path / "fused" / "weights.pt", weights_only=True)
+    assert all(isinstance(v, torch.Tensor) for v in state.values())
+    with zipfile.ZipFile(tmp_path / "fused" / "weights.pt") as zf:    # no code objects
+        assert not [n for n in zf.namelist() if n.endswith(".py")]
+    ecg = fits["ecg"][0]
+    save_checkpoint(tmp_path / "ecg", ecg.probe, ecg.arch, {})
+    with np.load(tmp_path / "ecg" / "weights.npz", allow_pickle=False) as npz:
+        assert set(npz.files) >= {"coef_lvef", "intercept_lvef", "coef_ef40", "x_mean"}
+        assert all(npz[k].dtype == np.float64 for k in npz.files)
+    side = json.loads((tmp_path / "ecg" / SIDECAR).read_text())
+    assert side["weights"] == "weights.npz" and side["ef_score"] == "logit"
+
+
+def test_resave_of_another_kind_removes_the_stale_weights(fits, tmp_path):
+    save_checkpoint(tmp_path, fits["echo"][0].probe, fits["echo"][0].arch, {})
+    save_checkpoint(tmp_path, fits["ecg"][0].probe, fits["ecg"][0].arch, {})
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint.json", "weights.npz"]
+
+
+def test_load_errors_name_the_file(fits, tmp_path):
+    with pytest.raises(InputError, match="model directory not found"):
+        load_checkpoint(tmp_path / "nope")
+    with pytest.raises(InputError, match="checkpoint.json"):
+        load_checkpoint(tmp_path)
+    fit = fits["echo"][0]
+    save_checkpoint(tmp_path, fit.probe, fit.arch, {})
+    with pytest.raises(InputError, match="holds probe 'echo', not 'fused'"):
+        read_sidecar(tmp_path, "fused")
+    (tmp_path / "weights.pt").unlink()
+    with pytest.raises(InputError, match="weights.pt"):
+        load_checkpoint(tmp_path, "echo")
+    (tmp_path / "weights.pt").write_bytes(b"not a torch file")
+    with pytest.raises(DataError, match="weights.pt"):
+        load_checkpoint(tmp_path, "echo")
+    (tmp_path / SIDECAR).write_text("{not json")
+    with pytest.raises(DataError, match="not valid JSON"):
+        load_checkpoint(tmp_path, "echo")

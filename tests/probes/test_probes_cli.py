@@ -1,0 +1,160 @@
+"""The train / evaluate / missing-modality verbs end to end on a real manifest file."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+import yaml
+
+from rightsize.cli import main
+from rightsize.cohort.build import build_manifest
+from rightsize.cohort.config import CohortConfig, SplitsConfig
+
+TRAIN = {
+    "probes": ["ecg", "echo", "concat", "fused"], "seed": 0, "threads": 1, "device": "cpu",
+    "batch_size": 32, "lr": 0.003, "weight_decay": 0.0001, "pca_rank": 16,
+    "ecg": {"alphas": [10.0, 1000.0], "Cs": [0.01, 1.0]},
+    "echo": {"epochs": 3}, "concat": {"epochs": 3, "hidden": 16},
+    "fused": {"epochs": 3, "fusion_dim": 16, "heads": 2, "hidden": 16},
+}
+EVALUATE = {"seed": 0, "n_bootstrap": 300, "n_bootstrap_missing": 200, "ci": 0.95}
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory):
+    """A directory with params.yaml and a small synthetic manifest."""
+    root = tmp_path_factory.mktemp("cli")
+    cfg = CohortConfig(n_subjects=240, splits=SplitsConfig(160, 30, 50), echo_dim=32,
+                       ecg_dim=24, max_clips=3, row_group_size=64)
+    build_manifest(cfg, root / "manifest.parquet")
+    (root / "params.yaml").write_text(yaml.safe_dump({"train": TRAIN, "evaluate": EVALUATE}))
+    return root
+
+
+def _train(root, probe, *extra):
+    return main(["train", probe, "--params", str(root / "params.yaml"),
+                 "--manifest", str(root / "manifest.parquet"), "--out", str(root / probe),
+                 "--events", str(root / "runs" / probe), "--curve", str(root / f"{probe}.csv"),
+                 "--metrics", str(root / f"train_{probe}.json"), "-q", *extra])
+
+
+def _eval(root, verb, probe, out, model=None):
+    return main([verb, probe, "--params", str(root / "params.yaml"),
+                 "--manifest", str(root / "manifest.parquet"),
+                 "--model", str(model or root / probe), "--json", str(out), "-q"])
+
+
+@pytest.mark.parametrize("probe", ["ecg", "fused"])
+def test_train_then_evaluate_writes_stable_keys(work, probe):
+    assert _train(work, probe) == 0
+    assert (work / probe / "checkpoint.json").is_file()
+    assert len(list((work / "runs" / probe).glob("events.out.tfevents.*"))) == 1
+    train = json.loads((work / f"train_{probe}.json").read_text())
+    assert train["probe"] == probe and train["best_epoch"] >= 1
+    assert train["wall_clock_s"]["train"] > 0 and train["peak_rss_mb"] > 0
+
+    assert _eval(work, "evaluate", probe, work / f"eval_{probe}.json") == 0
+    m = json.loads((work / f"eval_{probe}.json").read_text())
+    for key in ("mae", "mae_lo", "mae_hi", "auroc", "auroc_lo", "auroc_hi"):
+        assert isinstance(m["test"][key], float | None)
+    assert m["test"]["mae_lo"] <= m["test"]["mae"] <= m["test"]["mae_hi"]
+    assert m["test"]["n_bootstrap"] == EVALUATE["n_bootstrap"]
+    assert m["val"]["mae"] == pytest.approx(train["val"]["mae"], rel=1e-12)
+    assert m["best_epoch"] == train["best_epoch"]
+    assert m["params"] == train["params"] > 0
+    assert m["checkpoint_bytes"] > 0 and m["mean_predictor_mae"] > 0
+    w = m["wall_clock_s"]
+    assert w["train"] == train["wall_clock_s"]["train"]
+    assert w["total"] == pytest.approx(w["train"] + w["eval"])
+    assert m["peak_rss_mb"] > 0 and m["peak_rss_mb_train"] == train["peak_rss_mb_train"]
+    assert set(m["hardware"]) >= {"cpu", "cores", "threads", "torch", "sklearn", "device"}
+    if probe == "fused":
+        ent = m["attention_entropy"]
+        assert 0 <= ent["echo_to_ecg"] <= ent["echo_to_ecg_max"] + 1e-9
+        assert 0 <= ent["ecg_to_echo"] <= ent["ecg_to_echo_max"] + 1e-9
+    else:
+        assert "attention_entropy" not in m
+
+
+def test_evaluate_twice_gives_identical_metrics(work):
+    if not (work / "fused" / "checkpoint.json").exists():
+        assert _train(work, "fused") == 0
+    assert _eval(work, "evaluate", "fused", work / "a.json") == 0
+    assert _eval(work, "evaluate", "fused", work / "b.json") == 0
+    a, b = (json.loads((work / n).read_text()) for n in ("a.json", "b.json"))
+    assert a["test"] == b["test"] and a["attention_entropy"] == b["attention_entropy"]
+
+
+def test_missing_modality_keys(work):
+    if not (work / "fused" / "checkpoint.json").exists():
+        assert _train(work, "fused") == 0
+    assert _eval(work, "missing-modality", "fused", work / "mm.json") == 0
+    m = json.loads((work / "mm.json").read_text())
+    for cond in ("both_present", "echo_absent", "ecg_absent"):
+        assert set(m[cond]) >= {"mae", "mae_lo", "mae_hi", "auroc", "auroc_lo", "auroc_hi",
+                                "n_bootstrap"}
+        assert m[cond]["n_bootstrap"] == EVALUATE["n_bootstrap_missing"]
+        assert math.isfinite(m[cond]["mae"])
+    assert m["echo_absent"]["mae"] != m["both_present"]["mae"]
+    assert {"wall_clock_s", "peak_rss_mb", "hardware"} <= set(m)
+
+
+def _bad_params(work, tmp_path, **train):
+    p = tmp_path / "params.yaml"
+    p.write_text(yaml.safe_dump({"train": {**TRAIN, **train}, "evaluate": EVALUATE}))
+    return p
+
+
+@pytest.mark.parametrize("change, key", [
+    ({"fused": {**TRAIN["fused"], "epochs": -1}}, "train.fused.epochs"),
+    ({"batch_size": 0}, "train.batch_size"),
+    ({"device": "tpu"}, "train.device"),
+    ({"echo": {"epochs": 3, "layers": 2}}, "train.echo.layers"),
+    ({"ecg": {"alphas": [-1.0], "Cs": [1.0]}}, "train.ecg.alphas[0]"),
+])
+def test_bad_params_exit_2_naming_the_key(work, tmp_path, capsys, change, key):
+    params = _bad_params(work, tmp_path, **change)
+    rc = main(["train", "fused", "--params", str(params), "--manifest",
+               str(work / "manifest.parquet"), "--out", str(tmp_path / "m")])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2
+    assert err.startswith("rightsize: error: ") and key in err and "\n" not in err
+    assert not (tmp_path / "m").exists()
+
+
+def test_unknown_probe_missing_manifest_and_model_exit_2(work, tmp_path, capsys):
+    assert main(["train", "lstm", "--params", str(work / "params.yaml"), "--manifest",
+                 str(work / "manifest.parquet"), "--out", str(tmp_path / "m")]) == 2
+    assert "unknown probe 'lstm'" in capsys.readouterr().err
+    assert main(["train", "echo", "--params", str(work / "params.yaml"), "--manifest",
+                 str(tmp_path / "nope.parquet"), "--out", str(tmp_path / "m")]) == 2
+    assert "nope.parquet" in capsys.readouterr().err
+    assert _eval(work, "evaluate", "echo", tmp_path / "e.json", model=tmp_path / "none") == 2
+    assert "none: model directory not found" in capsys.readouterr().err
+    assert not (tmp_path / "e.json").exists()
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="CUDA present")
+def test_cuda_without_a_gpu_is_a_one_line_error(work, tmp_path, capsys):
+    rc = _train(work, "echo", "--device", "cuda")
+    assert rc == 2
+    assert "CUDA is not available" in capsys.readouterr().err
+    assert main(["train", "echo", "--params", str(work / "params.yaml"), "--manifest",
+                 str(work / "manifest.parquet"), "--out", str(tmp_path / "m"),
+                 "--device", "gpu"]) == 2
+    assert "--device" in capsys.readouterr().err
+
+
+def test_auto_device_falls_back_to_cpu(work, tmp_path):
+    from rightsize.probes.train import resolve_device
+
+    if not __import__("torch").cuda.is_available():
+        assert resolve_device("auto") == "cpu"
+    out = tmp_path / "echo"
+    assert main(["train", "echo", "--params", str(work / "params.yaml"), "--manifest",
+                 str(work / "manifest.parquet"), "--out", str(out), "--device", "auto",
+                 "-q"]) == 0
+    side = json.loads((out / "checkpoint.json").read_text())
+    assert side["hardware"]["device"].startswith(resolve_device("auto"))

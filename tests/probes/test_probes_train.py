@@ -1,0 +1,109 @@
+"""Training: quality bars on the planted cohort, determinism, curves and event files."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+
+import numpy as np
+import pytest
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+from rightsize.probes.bootstrap import bootstrap_indices, summarize
+from rightsize.probes.data import split_data
+from rightsize.probes.evaluate import mean_predictor_mae
+from rightsize.probes.train import train_probe
+
+from .conftest import make_cohort, small_train_config
+
+PROBES = ("ecg", "echo", "concat", "fused")
+
+
+def _test_scores(fit, cohort):
+    test = split_data(cohort, "test")
+    lvef, score = fit.probe.predict(test)
+    idx = bootstrap_indices(len(test), 400, 0)
+    return summarize(test.lvef, lvef, test.ef_le_40, score, idx, 0.95)
+
+
+@pytest.mark.parametrize("name", PROBES)
+def test_every_probe_clearly_beats_the_train_mean(fits, cohort, name):
+    m = _test_scores(fits[name][0], cohort)
+    baseline = mean_predictor_mae(cohort)
+    assert m["mae"] < 0.92 * baseline
+    assert m["auroc"] > 0.5 and m["auroc_lo"] > 0.5
+
+
+def test_fused_beats_concat_with_clip_tokens(fits, cohort):
+    fused = _test_scores(fits["fused"][0], cohort)
+    concat = _test_scores(fits["concat"][0], cohort)
+    assert fused["mae"] < 0.85 * concat["mae"]
+    assert fused["mae_hi"] < concat["mae"]
+
+
+def test_best_epoch_is_the_lowest_validation_loss(fits):
+    for name in ("echo", "concat", "fused"):
+        fit = fits[name][0]
+        assert fit.best_epoch == int(np.argmin(fit.val_loss)) + 1
+        assert len(fit.train_loss) == len(fit.val_loss) == fit.epochs
+
+
+def test_same_seed_identical_other_seed_close(cohort):
+    cfg = small_train_config(seed=0, epochs=12)
+    a = train_probe("fused", cohort, cfg)
+    b = train_probe("fused", cohort, cfg)
+    c = train_probe("fused", cohort, small_train_config(seed=1, epochs=12))
+    ma, mb, mc = (_test_scores(f, cohort) for f in (a, b, c))
+    assert ma == mb
+    assert a.val_loss == b.val_loss
+    assert ma["mae"] != mc["mae"]
+    assert abs(ma["mae"] - mc["mae"]) < 0.25 * ma["mae"]
+
+
+def test_ecg_probe_is_deterministic_and_selects_on_val(cohort, train_cfg):
+    a = train_probe("ecg", cohort, train_cfg)
+    b = train_probe("ecg", cohort, dataclasses.replace(train_cfg, seed=7))
+    np.testing.assert_array_equal(a.probe.model.coef_lvef, b.probe.model.coef_lvef)
+    grid = a.extra["val_mse_by_alpha"]
+    assert a.arch["alpha"] == train_cfg.ecg.alphas[int(np.argmin(grid))]
+
+
+def test_pooled_single_clip_cohort_trains_every_torch_probe():
+    pooled = make_cohort(n=300, clips=1, splits=(200, 50, 50))
+    cfg = small_train_config(epochs=3)
+    cfg = dataclasses.replace(cfg, echo=dataclasses.replace(cfg.echo, epochs=3),
+                              concat=dataclasses.replace(cfg.concat, epochs=3))
+    for name in ("echo", "concat", "fused"):
+        fit = train_probe(name, pooled, cfg)
+        lvef, _ = fit.probe.predict(split_data(pooled, "test"))
+        assert np.isfinite(lvef).all()
+
+
+def test_curve_csv_has_one_row_per_epoch(fits):
+    for name in PROBES:
+        fit, run = fits[name]
+        with open(run / "curve.csv", newline="") as fh:
+            rows = list(csv.DictReader(fh))
+        assert list(rows[0]) == ["epoch", "train_loss", "val_loss"]
+        assert [int(r["epoch"]) for r in rows] == list(range(1, fit.epochs + 1))
+        np.testing.assert_allclose([float(r["val_loss"]) for r in rows], fit.val_loss)
+
+
+@pytest.mark.parametrize("name", PROBES)
+def test_event_file_read_by_tensorboard(fits, cohort, train_cfg, name):
+    fit, run = fits[name]
+    files = list((run / "events").glob("events.out.tfevents.*"))
+    assert len(files) == 1
+    assert not [p for p in (run / "events").iterdir() if p.name.startswith(".")]
+    acc = EventAccumulator(str(run / "events"))
+    acc.Reload()
+    steps = acc.Scalars("Loss/train_step")
+    val = acc.Scalars("Loss/val_epoch")
+    epoch = acc.Scalars("Loss/train_epoch")
+    per_epoch = 1 if name == "ecg" else -(-int(cohort.index("train").size) // train_cfg.batch_size)
+    assert [e.step for e in steps] == list(range(1, fit.epochs * per_epoch + 1))
+    walls = np.array([e.wall_time for e in steps])
+    assert (np.diff(walls) >= 0).all() and walls[0] > 1e9
+    assert [e.step for e in val] == [per_epoch * k for k in range(1, fit.epochs + 1)]
+    np.testing.assert_allclose([e.value for e in val], fit.val_loss, rtol=1e-6)
+    np.testing.assert_allclose([e.value for e in epoch], fit.train_loss, rtol=1e-6)

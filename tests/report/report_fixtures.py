@@ -1,0 +1,187 @@
+"""Helpers for the report tests: a realistic metrics/ tree written on the spot.
+
+The numbers mimic one preempted 8-GPU run (three launches on two hosts with two gaps) and
+four CPU-trained probes; tests derive every expected string from these inputs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from rightsize import cli
+
+REPO = Path(__file__).resolve().parents[2]
+T0 = 1_714_550_400.0          # 2024-05-01 08:00 UTC
+HOUR = 3600.0
+HARDWARE = {"cpu": "Intel(R) Xeon(R) CPU @ 2.20GHz", "cores": 2, "threads": 1,
+            "torch": "2.13.0+cpu", "sklearn": "1.5.2", "device": "cpu"}
+# probe -> (train s, eval s, peak RSS MB, epochs)
+PROBES = {"ecg": (2.5, 0.7, 410.0, 1), "echo": (18.0, 3.5, 505.0, 30),
+          "concat": (26.0, 4.1, 530.0, 40), "fused": (49.9, 5.5, 612.0, 50)}
+# segment: host, pid, first step, steps, start offset (h), median step s
+SEGMENTS = [("gpu-node-a", 4242, 0, 3000, 0.0, 1.2), ("gpu-node-b", 777, 3000, 6000, 2.5, 1.25),
+            ("gpu-node-a", 4300, 9000, 3000, 6.0, 1.18)]
+SCHEDULES = [(1, 2.0), (5, 10.0), (12, 24.0)]      # epochs, compute hours
+GPUS = 8
+SIZING = {"records": 1_000_000, "seconds_per_record": 10.0, "tokens_per_second": 50.0,
+          "hidden_dim": 768, "layers_kept": 4, "dtype": "float16", "dtype_bytes": 2,
+          "records_per_s_per_gpu": 40.0, "gpus": 8, "disk_bytes": 2_000_000_000_000}
+
+
+def demo_telemetry() -> dict:
+    """A telemetry JSON for a run preempted twice (keys as the telemetry stage writes them)."""
+    rows, active = [], 0.0
+    for i, (host, pid, first, n, off, med) in enumerate(SEGMENTS):
+        start = T0 + off * HOUR
+        end = start + n * med
+        active += end - start
+        rows.append({"file": f"events.out.tfevents.{int(start)}.{host}.{pid}.{i}", "host": host,
+                     "pid": pid, "first_step": first, "last_step": first + n - 1,
+                     "start_time": start, "end_time": end, "steps": n, "median_step_s": med})
+    calendar = rows[-1]["end_time"] - rows[0]["start_time"]
+    curve = [{"epoch": e, "step": e * 3000 - 1, "value": v}
+             for e, v in zip(range(1, 5), (0.91, 0.72, 0.63, 0.66), strict=True)]
+    overhead = calendar / active
+    return {
+        "step_time_s": {"median": 1.21, "p25": 1.18, "p75": 1.25, "n": 11_997},
+        "steps_per_epoch": 3000, "steps_per_epoch_from_val": 3000,
+        "steps_per_epoch_from_records": 3000, "epoch_hours": 1.0,
+        "gpu_hours_per_epoch": 1.0 * GPUS, "max_step": 11_999, "epochs_run": 4.0,
+        "active_hours": active / HOUR, "calendar_hours": calendar / HOUR,
+        "calendar_overhead": overhead, "launches": 3, "segments": 3, "header_only_files": 0,
+        "val_curve": curve, "best_epoch": 3, "best_val": 0.63,
+        "damage": [{"file": rows[1]["file"], "offset": 81_920, "kind": "payload_crc",
+                    "bytes_skipped": 57}],
+        "damaged_records": 1, "relogged_steps": 40, "segment_table": rows, "mfu": 0.41,
+        "projection": {"records": 48_000, "steps_per_epoch": 6000, "hours_per_epoch": 2.0,
+                       "schedules": [{"epochs": e, "compute_hours": c, "gpu_hours": c * GPUS,
+                                      "calendar_hours": c * overhead} for e, c in SCHEDULES]},
+    }
+
+
+def eval_json(probe: str) -> dict:
+    """A metrics/eval/<probe>.json."""
+    train_s, eval_s, rss, epochs = PROBES[probe]
+    k = list(PROBES).index(probe)
+    mae = 7.9 - 0.6 * k
+    out = {"test": {"mae": mae, "mae_lo": mae - 0.5, "mae_hi": mae + 0.55,
+                    "auroc": 0.78 + 0.03 * k, "auroc_lo": 0.72 + 0.03 * k,
+                    "auroc_hi": 0.84 + 0.025 * k},
+           "val": {"mae": mae - 0.1}, "best_epoch": max(1, epochs - 7),
+           "mean_predictor_mae": 10.2, "params": 769 + 100_000 * k,
+           "checkpoint_bytes": 4 * (769 + 100_000 * k) + 1200,
+           "wall_clock_s": {"train": train_s, "eval": eval_s, "total": train_s + eval_s},
+           "peak_rss_mb": rss, "hardware": dict(HARDWARE)}
+    if probe == "fused":
+        out["attention_entropy"] = 1.23
+    return out
+
+
+def write_curve(path: Path, epochs: int, seed: int) -> None:
+    """metrics/curves/<probe>.csv with decaying losses."""
+    rng = np.random.default_rng(seed)
+    e = np.arange(1, epochs + 1)
+    train = 60 * np.exp(-e / 6) + 20 + rng.normal(0, 0.3, e.size)
+    val = 55 * np.exp(-e / 7) + 24 + 0.05 * e + rng.normal(0, 0.4, e.size)
+    lines = ["epoch,train_loss,val_loss"] + [f"{a},{b:.5f},{c:.5f}" for a, b, c in
+                                             zip(e, train, val, strict=True)]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def write_metrics(metrics: Path) -> None:
+    """Write a complete metrics/ tree."""
+    for sub in ("telemetry", "eval", "curves"):
+        (metrics / sub).mkdir(parents=True, exist_ok=True)
+    tel = demo_telemetry()
+    (metrics / "telemetry" / "demo.json").write_text(json.dumps(tel))
+    (metrics / "telemetry" / "demo_val.csv").write_text(
+        "epoch,step,value\n" + "".join(f"{p['epoch']},{p['step']},{p['value']}\n"
+                                       for p in tel["val_curve"]))
+    for probe, (train_s, _, _, epochs) in PROBES.items():
+        (metrics / "eval" / f"{probe}.json").write_text(json.dumps(eval_json(probe)))
+        write_curve(metrics / "curves" / f"{probe}.csv", epochs, seed=epochs)
+        if probe != "ecg":
+            probe_tel = {"step_time_s": {"median": 0.011, "p25": 0.010, "p75": 0.013, "n": 400},
+                         "steps_per_epoch": 13, "epochs_run": float(epochs),
+                         "active_hours": train_s / HOUR, "best_epoch": epochs - 7,
+                         "launches": 1}
+            (metrics / "telemetry" / f"probe_{probe}.json").write_text(json.dumps(probe_tel))
+    mm = {}
+    for j, key in enumerate(("echo_absent", "ecg_absent", "both_present")):
+        mae = 6.9 + 0.8 * (2 - j)
+        mm[key] = {"mae": mae, "mae_lo": mae - 0.5, "mae_hi": mae + 0.5, "auroc": 0.8 - 0.03 * j,
+                   "auroc_lo": 0.74 - 0.03 * j, "auroc_hi": 0.86 - 0.03 * j, "n_bootstrap": 1000}
+    (metrics / "missing_modality.json").write_text(json.dumps(mm))
+    n = 1208
+    footprint = {
+        "manifest_bytes": 36_100_000,
+        "checkpoints": {p: {"bytes": eval_json(p)["checkpoint_bytes"],
+                            "params": eval_json(p)["params"]} for p in PROBES},
+        "payload_table": [{"max_clips": k, "payload_bytes": n * k * 1024 * 4 + n * 768 * 4}
+                          for k in (1, 8, 16, 32)],
+        "peak_rss_mb": {"cohort": 380.0, **{f"train_{p}": v[2] - 20 for p, v in PROBES.items()},
+                        **{f"eval_{p}": v[2] for p, v in PROBES.items()}},
+        "writable": {"data": True, "models": True, "metrics": True, "reports": True},
+        "free_disk_bytes": 52_000_000_000,
+    }
+    (metrics / "footprint.json").write_text(json.dumps(footprint))
+    sizing = dict(SIZING)
+    storage = (sizing["records"] * sizing["seconds_per_record"] * sizing["tokens_per_second"]
+               * sizing["hidden_dim"] * sizing["layers_kept"] * sizing["dtype_bytes"])
+    gpu_hours = sizing["records"] / sizing["records_per_s_per_gpu"] / HOUR
+    sizing.update(storage_bytes=int(storage), gpu_hours=gpu_hours,
+                  wall_clock_hours=gpu_hours / sizing["gpus"],
+                  fits_disk=storage <= sizing["disk_bytes"])
+    (metrics / "sizing.json").write_text(json.dumps(sizing))
+    (metrics / "cohort.json").write_text(json.dumps(
+        {"n_subjects": n, "max_clips": 8, "perfect_model_mae": 3.99, "peak_rss_mb": 380.0}))
+
+
+def write_params(path: Path, report: dict | None = None, runs: tuple[str, ...] = ("demo",)) -> Path:
+    """A params.yaml with the blocks the report reads."""
+    data = {"telemetry": {"gap_s": 600, "runs": {r: {"train_records": 96000, "global_batch": 32}
+                                                 for r in runs}},
+            "train": {"probes": list(PROBES)},
+            "report": report if report is not None else {"title": "Test report"}}
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+@dataclass(frozen=True)
+class Built:
+    """One report build: where things are and what the verb said."""
+
+    root: Path
+    metrics: Path
+    out: Path
+    code: int
+    stdout: str
+    stderr: str
+
+    @property
+    def md(self) -> str:
+        """report.md text."""
+        return (self.out / "report.md").read_text(encoding="utf-8")
+
+    @property
+    def html(self) -> str:
+        """report.html text."""
+        return (self.out / "report.html").read_text(encoding="utf-8")
+
+
+def run_report(root: Path, *extra: str, params: Path | None = None) -> Built:
+    """Run ``rightsize report --json`` in-process on ``root/metrics`` into ``root/reports``."""
+    params = params or root / "params.yaml"
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["report", "--params", str(params), "--metrics", str(root / "metrics"),
+            "--out", str(root / "reports"), "--json", *extra]
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli.main(argv)
+    return Built(root, root / "metrics", root / "reports", code, out.getvalue(), err.getvalue())

@@ -1,0 +1,123 @@
+"""The report built from a complete metrics tree: files, self-containment, verdicts, figures."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+
+import matplotlib.image as mpimg
+import pytest
+from report_fixtures import GPUS, PROBES, SCHEDULES, SEGMENTS, SIZING, demo_telemetry
+
+from rightsize.reporting import fmt
+from rightsize.reporting.figures import DPI, FIGSIZE
+
+
+def test_writes_markdown_html_and_figures(full_build):
+    result = json.loads(full_build.stdout)
+    assert (full_build.out / "report.md").is_file()
+    assert (full_build.out / "report.html").is_file()
+    figs = sorted((full_build.out / "figures").glob("*.png"))
+    assert [str(p) for p in figs] == sorted(result["figures"])
+    names = {p.stem for p in figs}
+    assert {"demo_val_curve", "demo_step_time", "demo_timeline", "probe_metrics",
+            "missing_modality", "probe_wall_clock", "payload_vs_clips"} <= names
+    multi_epoch = {p for p, v in PROBES.items() if v[3] > 1}
+    assert {f"probe_{p}_curve" for p in multi_epoch} <= names
+    assert {f"probe_{p}_curve" for p in set(PROBES) - multi_epoch}.isdisjoint(names)
+    assert "probe ecg: a single fit (one epoch, nothing to plot): train loss" in full_build.md
+    assert not [p for p in full_build.out.rglob("*") if p.name.endswith(".tmp")]
+
+
+def test_figures_are_readable_pngs(full_build):
+    for png in (full_build.out / "figures").glob("*.png"):
+        img = mpimg.imread(png)
+        assert img.shape[:2] == (FIGSIZE[1] * DPI, FIGSIZE[0] * DPI), png.name
+        assert img[..., :3].std() > 0.05, f"{png.name} looks blank"
+        assert b"http" not in png.read_bytes()
+
+
+def test_html_is_self_contained(full_build):
+    html = full_build.html
+    assert "http://" not in html and "https://" not in html
+    assert "<script" not in html.lower() and "<link" not in html.lower()
+    srcs = re.findall(r'<img[^>]*\ssrc="([^"]*)"', html)
+    assert len(srcs) == len(list((full_build.out / "figures").glob("*.png")))
+    for src in srcs:
+        assert src.startswith("data:image/png;base64,")
+        assert base64.b64decode(src.split(",", 1)[1])[:8] == b"\x89PNG\r\n\x1a\n"
+    assert len(re.findall(r"<img", html)) == len(srcs)
+
+
+def test_markdown_links_every_figure(full_build):
+    links = re.findall(r"!\[[^\]]*\]\((figures/[^)]+\.png)\)", full_build.md)
+    assert links and all((full_build.out / link).is_file() for link in links)
+    assert len(links) == len(list((full_build.out / "figures").glob("*.png")))
+
+
+def test_report_opens_with_verdicts_carrying_measurements(full_build):
+    md = full_build.md
+    headings = re.findall(r"^#+ .*$", md, flags=re.M)
+    assert headings[:2] == ["# Test report", "## Verdicts"]
+    verdict_block = md.split("## Verdicts", 1)[1].split("\n## ", 1)[0]
+
+    total = sum(t + e for t, e, _, _ in PROBES.values())
+    peak = max(r for _, _, r, _ in PROBES.values())
+    gpu_line = next(line for line in verdict_block.splitlines() if "need a GPU" in line)
+    assert f"No: all four probes train+evaluate in {fmt.seconds(total)}" in gpu_line
+    assert "Intel(R) Xeon(R) CPU @ 2.20GHz" in gpu_line and "1 thread" in gpu_line
+    assert f"peak RSS {fmt.megabytes(peak)}" in gpu_line
+
+    gpu_hours = SIZING["records"] / SIZING["records_per_s_per_gpu"] / 3600
+    sizing_line = next(line for line in verdict_block.splitlines() if "re-extraction" in line)
+    assert f"{fmt.number(gpu_hours)} GPU-hours" in sizing_line
+    assert "fits the 2.00 TB disk: NO" in sizing_line and "3.07 TB" in sizing_line
+
+    run_line = next(line for line in verdict_block.splitlines() if "run demo" in line)
+    tel = demo_telemetry()
+    assert f"One epoch costs {fmt.number(float(GPUS))} GPU-hours" in run_line
+    assert f"ran {fmt.number(tel['epochs_run'])} epochs" in run_line
+    assert f"{fmt.hours(tel['active_hours'])} active over {fmt.hours(tel['calendar_hours'])}" \
+        in run_line
+    epochs, compute = SCHEDULES[-1]
+    assert f"{epochs} epochs: {fmt.number(compute)} h compute, {fmt.number(compute * GPUS)} GPU-h" \
+        in run_line
+
+    verdicts = json.loads(full_build.stdout)["verdicts"]
+    assert [v["key"] for v in verdicts] == ["probe_gpu", "sizing", "run:demo"]
+    assert verdicts[0]["answer"] == "No"
+
+
+def test_run_section_tables(full_build):
+    md = full_build.md
+    run = md.split("### Run demo", 1)[1].split("\n## ", 1)[0]
+    for host, pid, first, n, _, _ in SEGMENTS:
+        assert re.search(rf"\| {host} \| {pid} \| {first:,}-{first + n - 1:,} \| {n:,} \|", run)
+    for epochs, compute in SCHEDULES:
+        assert re.search(rf"^\| {epochs} \| {re.escape(fmt.hours(compute))} \| ", run, re.M)
+    assert "payload_crc at byte 81920" in run
+    assert run.index("preemption timeline") < run.index("| epochs | compute")
+
+
+def test_probe_sections(full_build):
+    md = full_build.md
+    probes = md.split("## Probes", 1)[1]
+    for name in PROBES:
+        assert re.search(rf"^\| {name} \| \d+\.\d+ \[\d+\.\d+, \d+\.\d+\] \| 0\.\d+ \[", probes,
+                         re.M), name
+    assert "| echo absent |" in probes and "| both modalities |" in probes
+    assert f"| all probes |   |   | {fmt.seconds(sum(t + e for t, e, _, _ in PROBES.values()))}" \
+        in probes
+    assert "| 8 (configured) |" in probes
+    assert "| fits disk | NO |" in probes
+    assert "| device | cpu |" in probes and "| torch | 2.13.0+cpu |" in probes
+    assert "Across seeds" not in md          # only with --seeds-json
+
+
+@pytest.mark.parametrize("section", ["Rescued runs", "Probes", "Verdicts"])
+def test_html_has_sections_and_nav(full_build, section):
+    html = full_build.html
+    assert f">{section}</h2>" in html
+    anchor = re.search(rf'<h2 id="([^"]+)">{section}</h2>', html).group(1)
+    assert f'href="#{anchor}"' in html
