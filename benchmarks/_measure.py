@@ -1,0 +1,156 @@
+"""Timing and memory helpers shared by the benchmarks (standard library only).
+
+Every contender runs in a fresh child process; :func:`run_process` times it with a
+monotonic clock and reads its peak resident set size from ``os.wait4``.
+
+Caveat on Linux: a child's ``ru_maxrss`` starts at the *parent's* peak RSS (the parent's
+address space is what ``execve`` replaces, and its high-water mark is kept). A benchmark
+driver must therefore stay small: import nothing heavy, generate data in a child, and
+report :func:`self_peak_rss_mb` of the driver as the floor of every RSS it prints.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+MB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One finished child process: wall seconds, peak RSS, exit code and its output."""
+
+    wall_s: float
+    max_rss_mb: float
+    rc: int
+    stdout: str
+    stderr: str
+    timed_out: bool = False
+
+
+def run_process(argv: list[str], *, cwd: str | os.PathLike[str] | None = None,
+                env: dict[str, str] | None = None, timeout_s: float | None = None) -> Measurement:
+    """Run ``argv`` to completion; return its wall time and peak RSS (``wait4`` rusage).
+
+    Output goes to temporary files (no pipe can fill up and stall the child). On timeout
+    the child's process group is killed and ``timed_out`` is set.
+    """
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=out, stderr=err,
+                                start_new_session=True)
+        fired = threading.Event()
+
+        def _kill() -> None:
+            fired.set()
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+        timer = threading.Timer(timeout_s, _kill) if timeout_s else None
+        if timer:
+            timer.start()
+        try:
+            _, status, usage = os.wait4(proc.pid, 0)
+        finally:
+            if timer:
+                timer.cancel()
+        wall = time.perf_counter() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        return Measurement(
+            wall_s=wall,
+            max_rss_mb=usage.ru_maxrss * 1024 / MB,  # Linux reports kilobytes
+            rc=proc.returncode,
+            stdout=out.read().decode("utf-8", "replace"),
+            stderr=err.read().decode("utf-8", "replace"),
+            timed_out=fired.is_set(),
+        )
+
+
+def child_json(m: Measurement, what: str) -> dict:
+    """The JSON object a child printed as its last stdout line; raise if the child failed."""
+    if m.rc != 0:
+        raise RuntimeError(f"{what} failed (exit {m.rc}, timed out: {m.timed_out}): "
+                           f"{last_line(m)}")
+    return json.loads(m.stdout.strip().splitlines()[-1])
+
+
+def last_line(m: Measurement) -> str:
+    """The last line a child wrote on stderr (else stdout): usually its error."""
+    lines = (m.stderr.strip() or m.stdout.strip() or f"exit {m.rc}").splitlines()
+    return lines[-1]
+
+
+def _status_kb(field: str) -> int | None:
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def self_peak_rss_mb() -> float:
+    """Peak RSS of this process so far (``VmHWM``; ``ru_maxrss`` where /proc is missing)."""
+    kb = _status_kb("VmHWM")
+    if kb is None:
+        import resource
+
+        kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return kb * 1024 / MB
+
+
+def self_rss_mb() -> float:
+    """Current RSS of this process (``VmRSS``), 0.0 where /proc is missing."""
+    kb = _status_kb("VmRSS")
+    return 0.0 if kb is None else kb * 1024 / MB
+
+
+def cpu_model() -> str:
+    """CPU model name from /proc/cpuinfo (falls back to ``platform.processor()``)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.lower().startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def machine_info() -> dict[str, str]:
+    """CPU model, cores, memory, OS, Python and load average, as printable strings."""
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except AttributeError:
+        usable = os.cpu_count() or 0
+    mem = "unknown"
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                mem = f"{int(line.split()[1]) / MB:.1f} GiB"
+    except OSError:
+        pass
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
+    return {
+        "cpu": cpu_model(),
+        "cores": f"{os.cpu_count()} logical ({usable} usable)",
+        "memory": mem,
+        "os": f"{platform.system()} {platform.release()}",
+        "python": f"{platform.python_implementation()} {platform.python_version()}",
+        "load average (1/5/15 min)": load,
+        "executable": Path(sys.executable).name,
+    }
