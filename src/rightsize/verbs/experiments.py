@@ -23,6 +23,7 @@ SWEEP_EPILOG = """\
 example:
   rightsize sweep --seeds 1,2,3,4,5 -j 2
   rightsize sweep --seeds 1,2 --param evaluate.seed --run-all
+  rightsize sweep --seeds 1,2,3 evaluate@fused       # only train@fused -> evaluate@fused
 
 Runs: dvc exp run --queue -S PARAM=v1,v2,...  then  dvc queue start -j N, and polls
 dvc queue status until every experiment finished. A failed experiment's worker log
@@ -36,8 +37,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     """Add the ``seeds`` and ``sweep`` verbs to the rightsize parser."""
     p = sub.add_parser(
         "seeds", parents=[common], help="mean ± sd of every metric across DVC experiments",
-        description="Summarize every numeric metric across the HEAD commit and its DVC "
-                    "experiments (dvc exp show --json): mean ± sd and n.",
+        description="Summarize every numeric metric across the HEAD commit and its DVC\n"
+                    "experiments (dvc exp show --json): mean ± sd, n, min and max.",
         epilog=SEEDS_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--json", metavar="PATH", help="write the summary as JSON ('-' = stdout)")
@@ -48,10 +49,12 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
 
     q = sub.add_parser(
         "sweep", parents=[common], help="queue and run one DVC experiment per seed",
-        description="Queue one DVC experiment per value (dvc exp run --queue -S), run the "
+        description="Queue one DVC experiment per value (dvc exp run --queue -S), run the\n"
                     "queue, wait, surface failures, then print the seeds summary.",
         epilog=SWEEP_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    q.add_argument("targets", nargs="*", metavar="STAGE",
+                   help="stages to reproduce in each experiment (default: the whole pipeline)")
     q.add_argument("--seeds", required=True, metavar="LIST",
                    help="comma-separated integers, e.g. 1,2,3,4,5")
     q.add_argument("-j", "--jobs", type=int, default=1, help="parallel queue workers (1)")
@@ -148,7 +151,7 @@ def run_sweep(args: argparse.Namespace) -> int:
         raise InputError(f"--jobs: must be >= 1, got {args.jobs}")
     if not args.param or "=" in args.param or " " in args.param:
         raise InputError(f"--param: expected a dotted params key, got {args.param!r}")
-    queued = ex.queue_sweep(args.param, seeds)
+    queued = ex.queue_sweep(args.param, seeds, args.targets)
     names = [name for name, _ in queued]
     overrides = dict(queued)
     console.info(f"queued {len(names)} experiments: "

@@ -81,8 +81,8 @@ def _setup(args: argparse.Namespace) -> tuple[Any, str]:
     from rightsize.params import load_block
     from rightsize.probes.config import TrainConfig, check_probe
 
+    cfg = load_block(args.params, "train", TrainConfig)  # bad params name their key first
     check_probe(args.probe)
-    cfg = load_block(args.params, "train", TrainConfig)
     name = args.device or cfg.device
     if name not in _DEVICES:
         raise InputError(f"--device: must be one of {', '.join(_DEVICES)}, got {name!r}")

@@ -1,0 +1,145 @@
+"""Helpers shared by the pipeline tests: run git/dvc, copy projects, edit params, digest outs."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+import subprocess
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+SHARED = REPO.parent / "shared"
+RAMPNET = SHARED / "telemetry" / "rampnet1_stage2"
+
+# Tiny geometry: every stage runs in seconds; keys are dotted paths into params.yaml.
+TINY_PARAMS: dict[str, Any] = {
+    "cohort.n_subjects": 120,
+    "cohort.splits": {"train": 80, "val": 20, "test": 20},
+    "cohort.echo_dim": 32,
+    "cohort.ecg_dim": 24,
+    "cohort.max_clips": 4,
+    "cohort.row_group_size": 32,
+    "train.batch_size": 16,
+    "train.echo.epochs": 3,
+    "train.concat.epochs": 3,
+    "train.concat.hidden": 32,
+    "train.fused.epochs": 3,
+    "train.fused.fusion_dim": 32,
+    "train.fused.hidden": 32,
+    "evaluate.n_bootstrap": 200,
+    "evaluate.n_bootstrap_missing": 100,
+    "footprint.clips": [1, 4],
+}
+
+PROBES = ("ecg", "echo", "concat", "fused")
+CMD_TIMEOUT_S = 600
+
+
+
+
+def run(cmd: list[str], cwd: Path, env: Mapping[str, str], check: bool = True,
+        timeout: float = CMD_TIMEOUT_S) -> subprocess.CompletedProcess[str]:
+    """Run ``cmd``; with ``check``, fail the test showing the command and its output tail."""
+    proc = subprocess.run(cmd, cwd=cwd, env=dict(env), capture_output=True, text=True,
+                          timeout=timeout, check=False)
+    if check and proc.returncode != 0:
+        out = (proc.stdout + proc.stderr)[-4000:]
+        pytest.fail(f"`{' '.join(cmd)}` in {cwd} exited {proc.returncode}:\n{out}",
+                    pytrace=False)
+    return proc
+
+
+def dvc(cwd: Path, env: Mapping[str, str], *args: str,
+        check: bool = True, timeout: float = CMD_TIMEOUT_S) -> subprocess.CompletedProcess[str]:
+    """Run ``dvc ARGS`` in ``cwd``."""
+    return run(["dvc", *args], cwd, env, check=check, timeout=timeout)
+
+
+def git(cwd: Path, env: Mapping[str, str], *args: str,
+        check: bool = True) -> subprocess.CompletedProcess[str]:
+    """Run ``git ARGS`` in ``cwd``."""
+    return run(["git", *args], cwd, env, check=check)
+
+
+def commit_all(cwd: Path, env: Mapping[str, str], message: str) -> None:
+    """``git add -A && git commit`` (no-op when nothing changed)."""
+    git(cwd, env, "add", "-A")
+    if git(cwd, env, "diff", "--cached", "--quiet", check=False).returncode:
+        git(cwd, env, "commit", "-q", "-m", message)
+
+
+def copy_project(src: Path, dst: Path) -> Path:
+    """Copy a built project (git repo, DVC cache and all), keeping symlinks as links."""
+    shutil.copytree(src, dst, symlinks=True)
+    return dst
+
+
+def set_params(project: Path, updates: Mapping[str, Any]) -> None:
+    """Set dotted keys in ``project/params.yaml`` (parents must exist)."""
+    path = project / "params.yaml"
+    data = yaml.safe_load(path.read_text())
+    for dotted, value in updates.items():
+        *parents, leaf = dotted.split(".")
+        node = data
+        for part in parents:
+            node = node[part]
+        node[leaf] = value
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+
+
+def load_json(path: Path) -> Any:
+    """Parse a JSON file."""
+    return json.loads(path.read_text())
+
+
+def metrics_show(project: Path, env: Mapping[str, str]) -> dict[str, Any]:
+    """``dvc metrics show --json`` of the workspace as ``{file: data}``."""
+    out = json.loads(dvc(project, env, "metrics", "show", "--json").stdout)
+    files = out[""]["data"]
+    return {path: entry.get("data", {}) for path, entry in files.items()}
+
+
+def tracked_outs(project: Path) -> list[str]:
+    """Every path DVC tracks in ``project``: stage outs in dvc.lock plus ``*.dvc`` files."""
+    outs: list[str] = []
+    lock = project / "dvc.lock"
+    if lock.exists():
+        for stage in (yaml.safe_load(lock.read_text()).get("stages") or {}).values():
+            outs += [o["path"] for o in stage.get("outs") or []]
+    for dvcfile in project.rglob("*.dvc"):
+        if not dvcfile.is_file() or ".dvc" in dvcfile.relative_to(project).parts[:-1]:
+            continue
+        base = dvcfile.parent.relative_to(project)
+        for o in yaml.safe_load(dvcfile.read_text()).get("outs") or []:
+            outs.append(str(base / o["path"]))
+    return sorted(set(outs))
+
+
+def cached_outs(project: Path, env: Mapping[str, str]) -> list[str]:
+    """Outputs DVC caches (``use_cache``), from the workspace row of ``dvc exp show --json``."""
+    rows = json.loads(dvc(project, env, "exp", "show", "--json").stdout)
+    outs = rows[0]["data"]["outs"]
+    return sorted(path for path, info in outs.items() if info.get("use_cache"))
+
+
+def file_digests(root: Path, rel_paths: Iterable[str]) -> dict[str, str]:
+    """``{relative file path: sha256}`` for every file under the given paths of ``root``."""
+    out: dict[str, str] = {}
+    for rel in rel_paths:
+        top = root / rel
+        files = [top] if top.is_file() else sorted(p for p in top.rglob("*") if p.is_file())
+        for f in files:
+            out[str(f.relative_to(root))] = hashlib.sha256(f.read_bytes()).hexdigest()
+    return out
+
+
+def repro_stages(output: str) -> list[str]:
+    """Stage names DVC says it would run / ran (``Running stage 'x':``)."""
+    return re.findall(r"Running stage '([^']+)'", output)

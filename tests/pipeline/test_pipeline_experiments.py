@@ -1,0 +1,103 @@
+"""DVC experiments on the tiny project: exp run, a queued seed sweep, exp push/pull."""
+
+from __future__ import annotations
+
+import json
+import statistics
+
+import pytest
+import yaml
+from pipeline_helpers import (
+    PROBES,
+    copy_project,
+    dvc,
+    file_digests,
+    git,
+    repro_stages,
+    run,
+    tracked_outs,
+)
+
+pytestmark = pytest.mark.slow
+
+
+def _exp_groups(project, env) -> list[dict]:
+    """Raw experiments of the HEAD baseline from ``dvc exp show --json``."""
+    raw = json.loads(dvc(project, env, "exp", "show", "--json").stdout)
+    base = [r for r in raw if r["rev"] != "workspace"][0]
+    return base.get("experiments") or []
+
+
+@pytest.fixture(scope="module")
+def seed7(tmp_path_factory, built_project, pipeline_env):
+    """Clone A of a shared git origin, after ``dvc exp run -S train.seed=7 -n seed7``."""
+    root = tmp_path_factory.mktemp("exp")
+    origin = root / "origin.git"
+    git(root, pipeline_env, "init", "-q", "--bare", str(origin))
+    clone_a = copy_project(built_project, root / "a")
+    git(clone_a, pipeline_env, "remote", "add", "origin", str(origin))
+    git(clone_a, pipeline_env, "push", "-q", "origin", "main")
+    out = dvc(clone_a, pipeline_env, "exp", "run", "-S", "train.seed=7", "-n", "seed7").stdout
+    return clone_a, origin, out
+
+
+def test_exp_run_with_new_seed_retrains_every_probe(seed7, built_project, pipeline_env):
+    clone_a, _origin, out = seed7
+    ran = set(repro_stages(out))
+    assert {f"train@{p}" for p in PROBES} <= ran
+    assert {f"evaluate@{p}" for p in PROBES} <= ran
+    assert not ran & {"cohort", "demo_run", "telemetry@demo", "sizing"}
+    lock = yaml.safe_load((clone_a / "dvc.lock").read_text())["stages"]
+    for probe in PROBES:
+        assert lock[f"train@{probe}"]["params"]["params.yaml"]["train.seed"] == 7
+    for probe in ("echo", "concat", "fused"):  # torch probes: new init, new weights
+        weights = f"models/{probe}/weights.pt"
+        assert file_digests(clone_a, [weights]) != file_digests(built_project, [weights])
+    groups = _exp_groups(clone_a, pipeline_env)
+    assert [g["name"] for g in groups] == ["seed7"]
+    params = groups[0]["revs"][0]["data"]["params"]["params.yaml"]["data"]
+    assert params["train"]["seed"] == 7
+
+
+def test_exp_push_then_pull_in_another_clone_restores_the_same_results(
+        seed7, tmp_path, pipeline_env):
+    clone_a, origin, _ = seed7
+    dvc(clone_a, pipeline_env, "exp", "push", "origin", "seed7")
+    clone_b = tmp_path / "b"
+    git(tmp_path, pipeline_env, "clone", "-q", str(origin), str(clone_b))
+    assert not (clone_b / "models").exists() or not any((clone_b / "models").iterdir())
+    dvc(clone_b, pipeline_env, "exp", "pull", "origin", "seed7")
+    assert [g["name"] for g in _exp_groups(clone_b, pipeline_env)] == ["seed7"]
+    dvc(clone_b, pipeline_env, "exp", "apply", "seed7")
+    dvc(clone_b, pipeline_env, "checkout")
+    outs = tracked_outs(clone_a)
+    assert "models/fused" in outs and "data/manifest.parquet" in outs
+    assert file_digests(clone_b, outs) == file_digests(clone_a, outs)
+    assert file_digests(clone_b, ["metrics"]) == file_digests(clone_a, ["metrics"])
+    assert json.loads(dvc(clone_b, pipeline_env, "status", "--json").stdout) == {}
+
+
+def test_queued_seed_sweep_and_seeds_summary(project, pipeline_env, tmp_path):
+    # `rightsize sweep` = dvc exp run --queue -S train.seed=1,2 + dvc queue start -j 1 + wait.
+    sweep = run(["rightsize", "sweep", "--seeds", "1,2", "-j", "1", "--poll", "1",
+                 "--timeout", "480", "evaluate@fused"], project, pipeline_env)
+    assert "2 experiments succeeded" in sweep.stderr
+    groups = _exp_groups(project, pipeline_env)
+    assert len(groups) == 2
+    assert all(g["executor"]["state"] == "success" for g in groups)
+    data = [g["revs"][0]["data"] for g in groups]
+    assert sorted(d["params"]["params.yaml"]["data"]["train"]["seed"] for d in data) == [1, 2]
+
+    key = "metrics/eval/fused.json"
+    base_mae = json.loads((project / key).read_text())["test"]["mae"]
+    maes = [base_mae] + [d["metrics"][key]["data"]["test"]["mae"] for d in data]
+    out = tmp_path / "seeds.json"
+    run(["rightsize", "seeds", "--json", str(out), "--metrics-prefix", key], project,
+        pipeline_env)
+    summary = json.loads(out.read_text())
+    mae = summary["metrics"][f"{key}:test.mae"]
+    assert mae["n"] == 3
+    assert mae["mean"] == pytest.approx(statistics.fmean(maes))
+    assert mae["sd"] == pytest.approx(statistics.stdev(maes))
+    assert mae["sd"] > 0  # the seed changes the fused probe
+    assert all(k.startswith(key) for k in summary["metrics"])

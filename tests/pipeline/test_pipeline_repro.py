@@ -1,0 +1,133 @@
+"""`dvc repro` of the tiny project: clean status, metrics and plots, targeted re-runs."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from pipeline_helpers import (
+    PROBES,
+    cached_outs,
+    dvc,
+    git,
+    metrics_show,
+    repro_stages,
+    set_params,
+)
+
+from rightsize.experiments import flatten
+
+pytestmark = pytest.mark.slow
+
+ALL_STAGES = {
+    "demo_run", "verify@demo", "telemetry@demo", "cohort", "missing_modality", "footprint",
+    "sizing", *(f"train@{p}" for p in PROBES), *(f"evaluate@{p}" for p in PROBES),
+    *(f"probe_telemetry@{p}" for p in ("echo", "concat", "fused")),
+}
+
+
+def _keys(data: dict, *needles: str) -> list[str]:
+    """Flattened keys of ``data`` that contain every needle (case-insensitive)."""
+    return [k for k in flatten(data) if all(n in k.lower() for n in needles)]
+
+
+def test_repro_is_clean_and_committed(built_project, pipeline_env):
+    status = json.loads(dvc(built_project, pipeline_env, "status", "--json").stdout)
+    assert status == {}
+    # Every output is either DVC-cached (git-ignored) or a committed metrics file.
+    porcelain = git(built_project, pipeline_env, "status", "--porcelain").stdout
+    assert porcelain == ""
+    lock = (built_project / "dvc.lock").read_text()
+    for stage in ALL_STAGES:
+        assert f"  {stage}:" in lock, stage
+    # Cached outputs are git-ignored and never committed to git.
+    outs = cached_outs(built_project, pipeline_env)
+    assert {"data/manifest.parquet", "models/fused", "data/probe_runs/fused"} <= set(outs)
+    assert git(built_project, pipeline_env, "ls-files", "--", *outs).stdout == ""
+    ignored = git(built_project, pipeline_env, "check-ignore", *outs).stdout.split()
+    assert sorted(ignored) == sorted(outs)
+
+
+def test_metrics_show_lists_the_cost_and_quality_numbers(built_project, pipeline_env):
+    metrics = metrics_show(built_project, pipeline_env)
+    for probe in PROBES:
+        ev = metrics[f"metrics/eval/{probe}.json"]
+        assert _keys(ev, "mae"), f"eval/{probe}: no MAE in {sorted(flatten(ev))}"
+        assert _keys(ev, "auroc"), f"eval/{probe}: no AUROC in {sorted(flatten(ev))}"
+        # DVC drops lists from metrics: the CI must be scalar keys to be visible here.
+        mae_ci = [k for k in _keys(ev, "mae") if any(w in k.lower() for w in ("lo", "hi", "ci"))]
+        assert len(mae_ci) >= 2, f"eval/{probe}: MAE CI not visible to DVC: {_keys(ev, 'mae')}"
+        tr = metrics[f"metrics/train/{probe}.json"]
+        assert _keys(tr, "wall_clock"), f"train/{probe}: no wall clock in {sorted(flatten(tr))}"
+        assert _keys(tr, "peak_rss"), f"train/{probe}: no peak RSS in {sorted(flatten(tr))}"
+        # Checkpoint bytes as reported equal the bytes DVC tracks for models/<probe>.
+        on_disk = sum(f.stat().st_size for f in (built_project / "models" / probe).iterdir())
+        assert flatten(ev)["checkpoint_bytes"] == on_disk, probe
+        assert flatten(metrics["metrics/footprint.json"])[f"checkpoints.{probe}.bytes"] == on_disk
+    tel = flatten(metrics["metrics/telemetry/demo.json"])
+    assert tel["step_time_s.median"] > 0
+    assert tel["epoch_hours"] > 0
+    assert any(k.startswith("projection.") for k in tel)
+    for probe in ("echo", "concat", "fused"):
+        pt = flatten(metrics[f"metrics/telemetry/probe_{probe}.json"])
+        assert pt["step_time_s.median"] > 0, probe
+        assert "epoch_hours" in pt, probe
+    assert "metrics/footprint.json" in metrics
+    assert "metrics/sizing.json" in metrics
+    assert "metrics/missing_modality.json" in metrics
+
+
+def test_plots_show_renders_curves(built_project, pipeline_env):
+    out = json.loads(dvc(built_project, pipeline_env, "plots", "show", "--json").stdout)
+    assert not out.get("errors"), out.get("errors")
+    plots = out["data"]
+    epochs = {"echo": 3, "concat": 3, "fused": 3}  # TINY_PARAMS
+    for probe in PROBES:
+        rows = plots[f"metrics/curves/{probe}.csv"][0]["content"]["data"]["values"]
+        fields = {r["field"] for r in rows}
+        assert fields == {"train_loss", "val_loss"}, fields
+        if probe in epochs:
+            assert len({r["epoch"] for r in rows}) == epochs[probe]
+    assert "metrics/telemetry/demo_val.csv" in plots
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "changed"),
+    [
+        ("train.fused.epochs", 2, {"train@fused"}),
+        ("evaluate.n_bootstrap", 150, {f"evaluate@{p}" for p in PROBES}),
+        ("telemetry.gap_s", 500, {"telemetry@demo"}),
+    ],
+)
+def test_param_change_invalidates_only_its_stages(project, pipeline_env, key, value, changed):
+    set_params(project, {key: value})
+    status = json.loads(dvc(project, pipeline_env, "status", "--json").stdout)
+    assert set(status) == changed
+    for stage in changed:
+        # DVC names the key as the stage declares it (train.fused for train.fused.epochs).
+        declared = [k for entry in status[stage]
+                    for k in entry.get("changed deps", {}).get("params.yaml", {})]
+        assert declared and all(key == k or key.startswith(k + ".") for k in declared), status
+
+
+def test_dry_run_after_epochs_change_plans_train_fused_only(project, pipeline_env):
+    # `repro --dry` lists the stages changed now; the downstream re-runs that follow a
+    # real run are checked in test_pipeline_failures (kill, then repro).
+    set_params(project, {"train.fused.epochs": 2})
+    planned = set(repro_stages(dvc(project, pipeline_env, "repro", "--dry").stdout))
+    assert "train@fused" in planned
+    assert not planned & {"train@ecg", "train@echo", "train@concat", "cohort", "demo_run",
+                          "telemetry@demo", "sizing"}
+
+
+def test_gap_change_reruns_exactly_the_telemetry_stage(project, pipeline_env):
+    before = (project / "metrics/telemetry/demo.json").read_text()
+    set_params(project, {"telemetry.gap_s": 0.5})
+    out = dvc(project, pipeline_env, "repro").stdout
+    ran = repro_stages(out)
+    assert ran[0] == "telemetry@demo"
+    assert set(ran) <= {"telemetry@demo", "report"}  # report reads every metrics file
+    after = json.loads((project / "metrics/telemetry/demo.json").read_text())
+    assert after["gap_s"] == 0.5
+    assert (project / "metrics/telemetry/demo.json").read_text() != before
+    assert json.loads(dvc(project, pipeline_env, "status", "--json").stdout) == {}
