@@ -43,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Measure what ML work costs and keep the answer versioned with DVC.",
         epilog="Run 'rightsize VERB --help' for a verb's flags and an example.",
         parents=[common],
+        formatter_class=lambda prog: argparse.HelpFormatter(prog, max_help_position=30),
     )
     sub = parser.add_subparsers(dest="verb", metavar="VERB")
     for name in VERB_MODULES:

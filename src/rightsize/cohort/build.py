@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -71,10 +72,12 @@ def cohort_metadata(cfg: CohortConfig, source: Any) -> dict[str, Any]:
     return meta
 
 
-def build_manifest(cfg: CohortConfig, out: str | os.PathLike[str]) -> BuildReport:
+def build_manifest(cfg: CohortConfig, out: str | os.PathLike[str],
+                   on_chunk: Callable[[int], None] | None = None) -> BuildReport:
     """Build the manifest described by ``cfg`` at ``out`` (atomic; validated while written).
 
     Raises DataError/InputError for bad inputs; nothing is left at ``out`` on failure.
+    ``on_chunk``, if given, is called with the rows written so far after each row group.
     """
     source = open_source(cfg)
     meta = cohort_metadata(cfg, source)
@@ -85,6 +88,8 @@ def build_manifest(cfg: CohortConfig, out: str | os.PathLike[str]) -> BuildRepor
             batch = chunk_to_batch(chunk, schema)
             checker.check(batch, writer.rows)
             writer.write(batch)
+            if on_chunk is not None:
+                on_chunk(writer.rows)
         summary = checker.finish(meta)
     size = Path(out).stat().st_size
     log.debug("wrote %s: %d rows, %d bytes", out, summary.n_rows, size)

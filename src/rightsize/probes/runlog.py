@@ -17,6 +17,7 @@ import os
 import shutil
 import socket
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from rightsize.atomic import write_text
@@ -26,10 +27,16 @@ EVENT_GLOB = "events.out.tfevents.*"
 
 
 class RunLog:
-    """Per-epoch sink for a training run (``events_dir`` and/or ``curve_csv`` may be None)."""
+    """Per-epoch sink for a training run (``events_dir`` and/or ``curve_csv`` may be None).
+
+    ``on_epoch``, if given, is called as ``on_epoch(epoch, train_loss, val_loss)`` after each
+    epoch is recorded (e.g. to show progress).
+    """
 
     def __init__(self, events_dir: str | os.PathLike[str] | None,
-                 curve_csv: str | os.PathLike[str] | None, start_wall: float) -> None:
+                 curve_csv: str | os.PathLike[str] | None, start_wall: float,
+                 on_epoch: Callable[[int, float, float], None] | None = None) -> None:
+        self.on_epoch = on_epoch
         self.events_dir = Path(events_dir) if events_dir is not None else None
         self.curve_csv = Path(curve_csv) if curve_csv is not None else None
         self.rows: list[tuple[int, float, float]] = []
@@ -46,6 +53,8 @@ class RunLog:
               val_wall: float) -> None:
         """Record one epoch: its steps (``first_step`` is the global step of the first)."""
         self.rows.append((epoch, train_loss, val_loss))
+        if self.on_epoch is not None:
+            self.on_epoch(epoch, train_loss, val_loss)
         if self._writer is None:
             return
         w = self._writer

@@ -15,7 +15,7 @@ import logging
 import mmap
 import os
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -104,13 +104,15 @@ def _run_plugins(decoded: list[_Decoded]) -> dict[int, str]:
 
 
 def read_scalars(root: str | os.PathLike[str], tags: str | None = None,
-                 strict: bool = False) -> ScalarTable:
+                 strict: bool = False,
+                 on_file: Callable[[str], None] | None = None) -> ScalarTable:
     """Read all scalar points of every run under ``root`` (a directory or one event file).
 
     ``tags`` is an optional glob (``fnmatch``, case-sensitive) selecting tags; values of other
     tags are skipped before decoding. Damage is reported in :attr:`ScalarTable.problems`;
     with ``strict`` the first problem raises :class:`~rightsize.errors.IntegrityError`.
     Raises :class:`~rightsize.errors.InputError` for a missing root or one without event files.
+    ``on_file``, if given, is called with each file's relative path once it has been decoded.
     """
     runs = discover(root)
     index = TagIndex(tags)
@@ -125,6 +127,8 @@ def read_scalars(root: str | os.PathLike[str], tags: str | None = None,
             with _opened(f) as data:
                 events, records, probs = decode_file(data, f.relpath, index, strict=strict)
                 decoded.append(_Decoded(f, len(data), records, events, probs))
+            if on_file is not None:
+                on_file(f.relpath)
         plugins = _run_plugins(decoded)
         is_scalar = np.zeros(len(index.names) + 1, dtype=bool)
         for tag, plugin in plugins.items():

@@ -15,6 +15,7 @@ EPILOG = """\
 examples:
   rightsize cohort --params params.yaml --out data/manifest.parquet --metrics metrics/cohort.json
   rightsize cohort --check data/manifest.parquet
+  rightsize cohort --params params.yaml --out m.parquet --metrics - | jq .n_subjects
 
 exit codes: 0 ok; 2 bad params or missing file; 4 invalid data (message names column and row)
 """
@@ -24,7 +25,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     """Add this module's verbs to the rightsize parser."""
     p = sub.add_parser(
         "cohort", parents=[common],
-        help="build or check the cohort manifest (one row per subject, embeddings + LVEF)",
+        help="build or check the cohort manifest (one row per subject)",
         description=(
             "Build data/manifest.parquet from the `cohort` block of params.yaml (synthetic "
             "cohort with planted truth, or joined echo/ECG embedding files and labels), "
@@ -36,7 +37,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--out", default=None,
                    help=f"manifest to write, atomically (default: {DEFAULT_OUT})")
     p.add_argument("--metrics", default=None,
-                   help="write flat build metrics as JSON here (atomically)")
+                   help="write flat build metrics as JSON here (atomically); '-' prints "
+                        "them on stdout")
     p.add_argument("--check", metavar="MANIFEST", default=None,
                    help="validate MANIFEST instead of building; prints a one-line summary")
     p.set_defaults(func=run_cohort)
@@ -55,7 +57,6 @@ def run_cohort(args: argparse.Namespace) -> int:
         if args.out is not None or args.metrics is not None:
             raise InputError("--check validates an existing manifest: drop --out/--metrics")
         return _check(args.check)
-    from rightsize.atomic import write_json
     from rightsize.cohort.build import build_manifest
     from rightsize.cohort.config import CohortConfig
     from rightsize.params import load_block
@@ -63,7 +64,11 @@ def run_cohort(args: argparse.Namespace) -> int:
     cfg = load_block(args.params, "cohort", CohortConfig)
     out = args.out or DEFAULT_OUT
     t0 = time.perf_counter()
-    report = build_manifest(cfg, out)
+    groups = -(-cfg.n_subjects // cfg.row_group_size)
+    with console.Progress("row groups written", total=groups) as bar:
+        report = build_manifest(
+            cfg, out, on_chunk=(lambda rows: bar.advance(1, f"({rows}/{cfg.n_subjects} rows)"))
+            if bar.enabled else None)
     wall = time.perf_counter() - t0
     s, meta = report.summary, report.metadata
     metrics: dict[str, float | int] = {
@@ -86,7 +91,7 @@ def run_cohort(args: argparse.Namespace) -> int:
         if meta.get(key) is not None:   # unknown for source: files
             metrics[key] = round(float(meta[key]), 6)
     if args.metrics:
-        write_json(args.metrics, metrics)
+        console.emit_json(args.metrics, metrics)
     console.info(f"{out}: {s.n_rows} subjects ({_splits(s.split_counts)}), "
                  f"{report.manifest_bytes / 1e6:.1f} MB in {wall:.1f}s")
     return 0

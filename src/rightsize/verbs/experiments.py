@@ -24,6 +24,7 @@ example:
   rightsize sweep --seeds 1,2,3,4,5 -j 2
   rightsize sweep --seeds 1,2 --param evaluate.seed --run-all
   rightsize sweep --seeds 1,2,3 evaluate@fused       # only train@fused -> evaluate@fused
+  rightsize sweep --seeds 1,2,3 --json -             # the summary as JSON on stdout
 
 Runs: dvc exp run --queue -S PARAM=v1,v2,...  then  dvc queue start -j N, and polls
 dvc queue status until every experiment finished. A failed experiment's worker log
@@ -67,6 +68,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                    help="seconds between dvc queue status polls (2)")
     q.add_argument("--metrics-prefix", metavar="PREFIX", action="append", default=[],
                    help="summary: keep metric keys starting with PREFIX (repeatable)")
+    q.add_argument("--json", metavar="PATH", help="write the summary as JSON ('-' = stdout)")
     q.set_defaults(func=run_sweep)
 
 
@@ -165,5 +167,5 @@ def run_sweep(args: argparse.Namespace) -> int:
     ex.raise_failures(states, overrides)
     console.info(f"{len(names)} experiments succeeded")
     rows = ex.parse_exp_show(ex.exp_show())
-    _emit(rows, ex.summarize(rows, tuple(args.metrics_prefix)), None)
+    _emit(rows, ex.summarize(rows, tuple(args.metrics_prefix)), args.json)
     return 0

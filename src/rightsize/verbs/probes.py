@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Callable
 from typing import Any
 
 from rightsize import console
@@ -26,7 +27,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     raw = argparse.RawDescriptionHelpFormatter
     p = sub.add_parser(
         "train", parents=[common], formatter_class=raw,
-        help="train one probe on cached embeddings and save its checkpoint",
+        help="train one probe on cached embeddings, save its checkpoint",
         description=(
             "Train PROBE on the manifest's train split, keep the epoch with the lowest\n"
             "validation loss, and write the checkpoint (weights + checkpoint.json) to --out.\n"
@@ -41,12 +42,13 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--out", required=True, help="model directory to write")
     p.add_argument("--events", default=None, help="directory for the tfevents file")
     p.add_argument("--curve", default=None, help="CSV of epoch,train_loss,val_loss")
-    p.add_argument("--metrics", default=None, help="JSON of training metrics")
+    p.add_argument("--metrics", default=None,
+                   help="JSON of training metrics ('-' prints it on stdout)")
     p.set_defaults(func=run_train)
 
     p = sub.add_parser(
         "evaluate", parents=[common], formatter_class=raw,
-        help="test-split MAE and AUROC of a trained probe, with bootstrap CIs",
+        help="test MAE and AUROC of a trained probe, with bootstrap CIs",
         description=(
             "Load the checkpoint in --model, predict the test split and write MAE (LVEF) and\n"
             "AUROC (EF<=40) with percentile bootstrap intervals (params `evaluate` block),\n"
@@ -57,7 +59,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                 "--json metrics/eval/fused.json"))
     _common(p)
     p.add_argument("--model", required=True, help="model directory written by `train`")
-    p.add_argument("--json", required=True, help="metrics JSON to write")
+    p.add_argument("--json", required=True,
+                   help="metrics JSON to write ('-' prints it on stdout)")
     p.set_defaults(func=run_evaluate)
 
     p = sub.add_parser(
@@ -72,7 +75,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                 "--json metrics/missing_modality.json"))
     _common(p)
     p.add_argument("--model", required=True, help="model directory written by `train`")
-    p.add_argument("--json", required=True, help="metrics JSON to write")
+    p.add_argument("--json", required=True,
+                   help="metrics JSON to write ('-' prints it on stdout)")
     p.set_defaults(func=run_missing)
 
 
@@ -99,7 +103,6 @@ def run_train(args: argparse.Namespace) -> int:
     cfg, device = _setup(args)
     from dataclasses import asdict
 
-    from rightsize.atomic import write_json
     from rightsize.cohort.arrays import load_arrays
     from rightsize.measure import Timer, hardware_stamp, peak_rss_mb
     from rightsize.probes.checkpoint import save_checkpoint
@@ -108,7 +111,10 @@ def run_train(args: argparse.Namespace) -> int:
 
     with Timer() as t_load:
         arrays = load_arrays(args.manifest)
-    with Timer() as t_fit, RunLog(args.events, args.curve, time.time()) as runlog:
+    bar = console.Progress(f"{args.probe}: epoch", total=cfg.epochs(args.probe))
+    with Timer() as t_fit, bar, RunLog(args.events, args.curve, time.time(),
+                                       on_epoch=_epoch_note(bar) if bar.enabled else None
+                                       ) as runlog:
         fit = train_probe(args.probe, arrays, cfg, device, runlog)
     peak_train = peak_rss_mb()
     hardware = hardware_stamp(cfg.threads, device)
@@ -142,10 +148,17 @@ def run_train(args: argparse.Namespace) -> int:
             "peak_rss_mb": peak_rss_mb(), "peak_rss_mb_train": peak_train,
             "hardware": hardware,
         }
-        write_json(args.metrics, _json_safe(metrics))
+        console.emit_json(args.metrics, _json_safe(metrics))
     console.info(f"{args.probe}: {sidecar['params']} params, best epoch {fit.best_epoch}/"
                  f"{fit.epochs}, val MAE {fit.val_mae:.3f}, {t_fit.seconds:.1f} s on {device}")
     return 0
+
+
+def _epoch_note(bar: console.Progress) -> Callable[[int, float, float], None]:
+    """RunLog ``on_epoch`` callback: ``epoch k/E train_loss T val_loss V``."""
+    def on_epoch(epoch: int, train_loss: float, val_loss: float) -> None:
+        bar.set(epoch, f"train_loss {train_loss:.4f} val_loss {val_loss:.4f}")
+    return on_epoch
 
 
 def _load(args: argparse.Namespace) -> tuple[Any, Any, Any, dict[str, Any], Any, str]:
@@ -195,14 +208,14 @@ def run_evaluate(args: argparse.Namespace) -> int:
     """``rightsize evaluate``: test metrics with bootstrap CIs to --json."""
     start = time.perf_counter()
     cfg, ecfg, arrays, sidecar, probe, device = _load(args)
-    from rightsize.atomic import write_json
     from rightsize.probes.checkpoint import checkpoint_bytes
     from rightsize.probes.evaluate import evaluate_probe
 
-    out = evaluate_probe(probe, sidecar, arrays, ecfg)
+    with console.task(f"{args.probe}: predict and bootstrap {ecfg.n_bootstrap} resamples"):
+        out = evaluate_probe(probe, sidecar, arrays, ecfg)
     out["checkpoint_bytes"] = checkpoint_bytes(args.model)
     _stamp(out, sidecar, time.perf_counter() - start, cfg.threads, device)
-    write_json(args.json, _json_safe(out))
+    console.emit_json(args.json, _json_safe(out))
     t = out["test"]
     console.info(f"{args.probe}: test MAE {t['mae']:.3f} [{t['mae_lo']:.3f}, {t['mae_hi']:.3f}]"
                  f", AUROC {t['auroc']:.3f} [{t['auroc_lo']:.3f}, {t['auroc_hi']:.3f}]"
@@ -214,12 +227,13 @@ def run_missing(args: argparse.Namespace) -> int:
     """``rightsize missing-modality``: both present / echo absent / ECG absent to --json."""
     start = time.perf_counter()
     cfg, ecfg, arrays, sidecar, probe, device = _load(args)
-    from rightsize.atomic import write_json
     from rightsize.probes.missing import CONDITIONS, missing_modality
 
-    out = missing_modality(probe, arrays, ecfg)
+    with console.task(f"{args.probe}: {len(CONDITIONS)} conditions, paired bootstrap "
+                      f"{ecfg.n_bootstrap_missing} resamples"):
+        out = missing_modality(probe, arrays, ecfg)
     _stamp(out, sidecar, time.perf_counter() - start, cfg.threads, device)
-    write_json(args.json, _json_safe(out))
+    console.emit_json(args.json, _json_safe(out))
     for name in CONDITIONS:
         m = out[name]
         console.info(f"{args.probe} {name}: MAE {m['mae']:.3f} [{m['mae_lo']:.3f}, "

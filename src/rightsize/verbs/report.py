@@ -13,7 +13,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     """Add this module's verbs to the rightsize parser."""
     p = sub.add_parser(
         "report", parents=[common],
-        help="build reports/report.md and a self-contained report.html from metrics/",
+        help="build report.md and a self-contained report.html",
         description=(
             "Build the report from the metrics files only: it opens with the verdicts (does\n"
             "probe work need a GPU, what the re-extraction needs, what each rescued run cost),\n"

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
 import time
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from rightsize import console
-from rightsize.errors import InputError
+from rightsize.errors import InputError, RightsizeError
 
 if TYPE_CHECKING:
     from rightsize.telemetry.table import ScalarTable
@@ -32,7 +34,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p = sub.add_parser(
         "scalars",
         parents=[common],
-        help="read TensorBoard event files into a parquet/csv table of scalars",
+        help="TensorBoard event files -> a parquet/csv table of scalars",
         description=(
             "Read every run (directory holding *tfevents* files) under ROOT and write all "
             "scalar points -- run, tag, step, wall_time, value, file -- to a .parquet or "
@@ -50,6 +52,28 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                    help="fail (exit 3) at the first damaged or undecodable record")
     p.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
     p.set_defaults(func=run_scalars)
+
+
+@contextlib.contextmanager
+def files_progress(root: str) -> Iterator[Callable[[str], None] | None]:
+    """The ``on_file`` callback drawing ``files read N/total`` (None when progress is off).
+
+    The total costs one extra directory walk, paid only when progress is shown.
+    """
+    bar = console.Progress("files read")
+    if not bar.enabled:
+        yield None
+        return
+    from rightsize.telemetry.runs import discover
+
+    try:
+        bar.total = sum(len(files) for files in discover(root).values())
+    except RightsizeError:                         # read_scalars reports a bad root itself
+        yield None
+        return
+    with bar:
+        yield bar
+        bar.close(final=f"files read {bar.count}/{bar.total} in {bar.seconds:.1f} s")
 
 
 def summarize(table: ScalarTable, output: str, seconds: float) -> dict:
@@ -82,7 +106,8 @@ def run_scalars(args: argparse.Namespace) -> int:
     from rightsize.telemetry.scalars import read_scalars, write_table
 
     start = time.perf_counter()
-    table = read_scalars(args.root, tags=args.tags, strict=args.strict)
+    with files_progress(args.root) as on_file:
+        table = read_scalars(args.root, tags=args.tags, strict=args.strict, on_file=on_file)
     for problem in table.problems:
         console.warn(problem.message())
     write_table(table, args.output)

@@ -49,7 +49,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     """Add the ``footprint`` and ``sizing`` verbs to the rightsize parser."""
     fp = sub.add_parser(
         "footprint", parents=[common],
-        help="bytes, params, payload table, peak RSS and writable paths of the probe pipeline",
+        help="bytes, params, peak RSS and paths of the probe pipeline",
         description="Report checkpoint bytes and parameter counts, manifest bytes next to the "
                     "float32 payload arithmetic for several clip counts, peak RSS of the "
                     "cohort/train/evaluate stages, and whether the output locations are "
@@ -61,7 +61,9 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     fp.add_argument("--metrics-dir", default="metrics",
                     help="metrics root (cohort.json, train/<probe>.json, eval/<probe>.json)")
     fp.add_argument("--reports", default="reports", help="reports directory to check (writable)")
-    fp.add_argument("--json", required=True, help="where to write the footprint JSON")
+    fp.add_argument("--json", required=True,
+                    help="where to write the footprint JSON ('-' prints it on stdout instead "
+                         "of the table)")
     fp.set_defaults(func=run_footprint)
 
     sz = sub.add_parser(
@@ -73,7 +75,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                     "`sizing` and/or flags (flags win).",
         epilog=_SIZING_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     sz.add_argument("--params", help="params.yaml with a `sizing` block (optional with flags)")
-    sz.add_argument("--json", help="write the flat result JSON here (atomically)")
+    sz.add_argument("--json", help="write the flat result JSON here (atomically); '-' prints "
+                                   "it on stdout instead of the table")
     for flag, key, _kind in _SIZING_FLAGS:
         sz.add_argument(flag, dest=key, default=None, metavar=key.upper(),
                         help=f"overrides sizing.{key}")
@@ -135,13 +138,14 @@ def sizing_config_from(args: argparse.Namespace) -> Any:
 
 def run_sizing(args: argparse.Namespace) -> int:
     """``rightsize sizing``: print the sizing table and optionally write the JSON."""
-    from rightsize.atomic import write_json
     from rightsize.probes.sizing import size_extraction, table_rows
 
     cfg = sizing_config_from(args)
     result = size_extraction(cfg)
     if args.json:
-        write_json(args.json, result)
+        console.emit_json(args.json, result)
+    if args.json == "-":
+        return 0
     if not console.quiet():
         _print_table("re-extraction sizing", table_rows(result))
     if args.json:
@@ -151,7 +155,6 @@ def run_sizing(args: argparse.Namespace) -> int:
 
 def run_footprint(args: argparse.Namespace) -> int:
     """``rightsize footprint``: measure and write the footprint JSON."""
-    from rightsize.atomic import write_json
     from rightsize.params import load_params, parse
     from rightsize.probes.footprint import (
         CohortShape,
@@ -173,7 +176,9 @@ def run_footprint(args: argparse.Namespace) -> int:
     paths = FootprintPaths(manifest=Path(args.manifest), models=Path(args.models),
                            metrics_dir=Path(args.metrics_dir), reports=Path(args.reports))
     result = measure_footprint(paths, cfg, shape, tuple(probes))
-    write_json(args.json, result)
+    console.emit_json(args.json, result)
+    if args.json == "-":
+        return 0
     if not console.quiet():
         _print_table("footprint", _footprint_rows(result))
     console.info(f"wrote {args.json}")

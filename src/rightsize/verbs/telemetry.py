@@ -60,7 +60,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     """Add telemetry, rescue, verify and demo-run to the rightsize parser."""
     p = sub.add_parser(
         "telemetry", parents=[common], formatter_class=_RAW,
-        help="cost report of a rescued run: step time, epochs, hours, projection",
+        help="cost report of a rescued run, and a projection",
         description="Read every event file under RUN_DIR and report what training cost: median "
                     "step time, steps per epoch, epoch hours, active vs calendar hours, launches, "
                     "the validation curve and (optionally) a projection to a new dataset size. "
@@ -95,7 +95,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     g.add_argument("--flops-per-unit", type=_pos_float, metavar="F", help="fwd+bwd FLOPs/unit")
     g.add_argument("--peak-tflops", type=_pos_float, metavar="P", help="per-GPU peak TFLOP/s")
     g = p.add_argument_group("output")
-    g.add_argument("--json", metavar="PATH", help="write the report as JSON (DVC metrics)")
+    g.add_argument("--json", metavar="PATH",
+                   help="write the report as JSON (DVC metrics); '-' prints it on stdout")
     g.add_argument("--val-csv", metavar="PATH", help="write epoch,step,value (DVC plots)")
     g.add_argument("--format", choices=("text", "json"), default="text",
                    help="stdout format (default text)")
@@ -108,20 +109,23 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
         description="Copy every event file under SRC to DEST (same relative paths, temp file "
                     "and rename), refuse to overwrite a different file, write DEST/SHA256SUMS "
                     "and re-read the copy to verify it.",
-        epilog="example:\n  rightsize rescue /scratch/job123/tb data/telemetry/job123")
+        epilog="example:\n  rightsize rescue /scratch/job123/tb data/telemetry/job123 "
+               "--json -")
     p.add_argument("src", metavar="SRC")
     p.add_argument("dest", metavar="DEST")
+    p.add_argument("--json", metavar="PATH", help="write {dest, copied, unchanged, files, bytes} "
+                   "as JSON; '-' prints it on stdout instead of the summary line")
     p.set_defaults(func=run_rescue)
 
     p = sub.add_parser(
         "verify", parents=[common], formatter_class=_RAW,
-        help="check a folder against its SHA256SUMS (exit 3 on any difference)",
+        help="check a folder against its SHA256SUMS (exit 3 if not)",
         description="Re-hash every file listed in DIR/SHA256SUMS. Missing, extra and mismatched "
                     "files are named one per line on stderr and the command exits 3.",
         epilog="example:\n  rightsize verify data/telemetry/demo --json metrics/verify/demo.json")
     p.add_argument("dir", metavar="DIR")
     p.add_argument("--json", metavar="PATH", help="write {ok, files, bytes, missing, extra, "
-                   "mismatched}")
+                   "mismatched}; '-' prints it on stdout instead of the summary line")
     p.set_defaults(func=run_verify)
 
     p = sub.add_parser(
@@ -177,10 +181,12 @@ def run_telemetry(args: argparse.Namespace) -> int:
     from rightsize.telemetry.cost_report import cost_reports
     from rightsize.telemetry.render import render_report, render_runs
     from rightsize.telemetry.scalars import read_scalars
+    from rightsize.verbs.scalars import files_progress
 
     cfg = _config(args)
     root = Path(args.run_dir)
-    table = read_scalars(root, strict=False)
+    with files_progress(args.run_dir) as on_file:
+        table = read_scalars(root, strict=False, on_file=on_file)
     if not table.files:
         raise InputError(f"{root}: no event files (events.out.tfevents.*) found")
     reports = cost_reports(table, cfg)
@@ -197,14 +203,16 @@ def run_telemetry(args: argparse.Namespace) -> int:
     single = len(reports) == 1
     doc = _clean(next(iter(reports.values())) if single else {"runs": reports})
     if args.json:
-        atomic.write_json(args.json, doc)
+        console.emit_json(args.json, doc)
     if args.val_csv:
         lines = ["epoch,step,value"] if single else ["run,epoch,step,value"]
         for name, r in reports.items():
             pre = "" if single else f"{_csv(name)},"
             lines += [f"{pre}{p['epoch']},{p['step']},{p['value']!r}" for p in r["val_curve"]]
         atomic.write_text(args.val_csv, "\n".join(lines) + "\n")
-    if args.format == "json":
+    if args.json == "-":
+        pass                                      # the JSON on stdout is the report
+    elif args.format == "json":
         print(json.dumps(doc, indent=2))
     elif single:
         name, r = next(iter(reports.items()))
@@ -222,27 +230,35 @@ def run_rescue(args: argparse.Namespace) -> int:
     """The ``rescue`` verb."""
     from rightsize.telemetry.rescue import rescue
 
-    res = rescue(args.src, args.dest)
-    print(f"{args.dest}: {len(res.copied)} copied, {len(res.unchanged)} unchanged, "
-          f"{res.bytes:,} bytes; SHA256SUMS verified")
+    with console.task(f"rescue: copying and hashing the event files of {args.src}"):
+        res = rescue(args.src, args.dest)
+    if args.json:
+        console.emit_json(args.json, {
+            "dest": str(args.dest), "copied": len(res.copied), "unchanged": len(res.unchanged),
+            "files": res.verify.files if res.verify is not None else None, "bytes": res.bytes,
+            "copied_files": list(res.copied), "unchanged_files": list(res.unchanged)})
+    if args.json != "-":
+        print(f"{args.dest}: {len(res.copied)} copied, {len(res.unchanged)} unchanged, "
+              f"{res.bytes:,} bytes; SHA256SUMS verified")
     return 0
 
 
 def run_verify(args: argparse.Namespace) -> int:
     """The ``verify`` verb."""
-    from rightsize import atomic
     from rightsize.telemetry.rescue import verify
 
-    res = verify(args.dir)
+    with console.task(f"verify: hashing the files listed in {Path(args.dir) / 'SHA256SUMS'}"):
+        res = verify(args.dir)
     if args.json:
-        atomic.write_json(args.json, res.to_json())
+        console.emit_json(args.json, res.to_json())
     if not res.ok:
         lines = res.problems()
         for line in lines:
             console.warn(f"{Path(args.dir) / line}")
         raise IntegrityError(f"{args.dir}: {len(lines)} files fail SHA256SUMS "
                              f"(first: {lines[0]})")
-    print(f"{args.dir}: {res.files} files, {res.bytes:,} bytes match SHA256SUMS")
+    if args.json != "-":
+        print(f"{args.dir}: {res.files} files, {res.bytes:,} bytes match SHA256SUMS")
     return 0
 
 
