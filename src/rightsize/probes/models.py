@@ -56,10 +56,27 @@ class FeatureNorm(nn.Module):
 
     def forward(self, x: torch.Tensor, present: torch.Tensor) -> torch.Tensor:
         """Normalize ``x`` (..., dim) and zero it where ``present`` (...) is False."""
+        z = self.coords(x, present)
+        return z @ self.basis.T if self.rank else z
+
+    def coords(self, x: torch.Tensor, present: torch.Tensor) -> torch.Tensor:
+        """Masked coordinates: ``B^T z`` (..., rank) with a basis, else ``z`` itself (..., dim)."""
         z = (x - self.mean) * self.inv_sd
         if self.rank:
-            z = (z @ self.basis) @ self.basis.T
+            z = z @ self.basis
         return z * present.unsqueeze(-1).to(x.dtype)
+
+    def into(self, x: torch.Tensor, present: torch.Tensor, weight: torch.Tensor,
+             bias: torch.Tensor | None = None) -> torch.Tensor:
+        """``F.linear(forward(x), weight, bias)`` computed in the rank-dim coordinates.
+
+        ``W (B B^T z) = (W B)(B^T z)``: the same function and the same gradient for ``W``,
+        but each token costs ``rank x out`` multiply-adds instead of ``dim x out`` (32 vs 1024
+        at the defaults); ``W B`` is formed once per call.
+        """
+        c = self.coords(x, present)
+        w = weight @ self.basis if self.rank else weight
+        return nn.functional.linear(c, w, bias)
 
 
 def _with_null(null: torch.Tensor, tokens: torch.Tensor,
@@ -115,10 +132,14 @@ class ConcatMLPProbe(nn.Module):
     def forward(self, echo: torch.Tensor, clip_mask: torch.Tensor, ecg: torch.Tensor,
                 has_ecg: torch.Tensor) -> torch.Tensor:
         """(B,) standardized LVEF."""
-        x = self.norm_echo(echo, clip_mask)
-        n = clip_mask.sum(dim=1, keepdim=True).clamp(min=1).to(x.dtype)
-        pooled = x.sum(dim=1) / n
-        return self.mlp(torch.cat([pooled, self.norm_ecg(ecg, has_ecg)], dim=1)).squeeze(-1)
+        # First layer split by input block and applied in the low-rank coordinates (see
+        # FeatureNorm.into): mean-pooling commutes with the linear maps.
+        first = self.mlp[0]
+        de = self.norm_echo.mean.shape[0]
+        n = clip_mask.sum(dim=1, keepdim=True).clamp(min=1).to(echo.dtype)
+        h_echo = self.norm_echo.into(echo, clip_mask, first.weight[:, :de]).sum(dim=1) / n
+        h_ecg = self.norm_ecg.into(ecg, has_ecg, first.weight[:, de:], first.bias)
+        return self.mlp[1:](h_echo + h_ecg).squeeze(-1)
 
 
 class CrossAttnFusedProbe(nn.Module):
@@ -159,8 +180,10 @@ class CrossAttnFusedProbe(nn.Module):
         Weights: echo->ECG (B, H, c, 2) over [null, ECG]; ECG->echo (B, H, 1, 1+c) over
         [null, clips].
         """
-        e = self.echo_proj(self.norm_echo(echo, clip_mask))                 # (B, c, d)
-        g = self.ecg_proj(self.norm_ecg(ecg, has_ecg)).unsqueeze(1)         # (B, 1, d)
+        e = self.norm_echo.into(echo, clip_mask, self.echo_proj.weight,
+                                self.echo_proj.bias)                        # (B, c, d)
+        g = self.norm_ecg.into(ecg, has_ecg, self.ecg_proj.weight,
+                               self.ecg_proj.bias).unsqueeze(1)             # (B, 1, d)
         kv_g, ok_g = _with_null(self.ecg_null, g, has_ecg.unsqueeze(1))
         a_e, w_e = self.echo_to_ecg(e, kv_g, kv_g, key_padding_mask=~ok_g,
                                     need_weights=need_weights, average_attn_weights=False)

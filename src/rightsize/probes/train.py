@@ -149,7 +149,10 @@ def _fit_torch(name: str, train: SplitData, val: SplitData, std: Standardizer,
     y = torch.from_numpy(std.forward(train.lvef).astype(np.float32)).to(device)
     y_val = std.forward(val.lvef)
     probe = Probe(name, model, std, device)
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    # fused=True: one multi-tensor kernel per step instead of a Python loop over parameters
+    # (AdamW was half of fused-1024's fit time); same update rule, deterministic on CPU.
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay,
+                            fused=True)
 
     n, bs, epochs = len(train), cfg.batch_size, cfg.epochs(name)
     n_steps = math.ceil(n / bs)
