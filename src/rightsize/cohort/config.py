@@ -108,5 +108,13 @@ class CohortConfig:
 
     @property
     def payload_bytes(self) -> int:
-        """float32 embedding bytes of the manifest: ``n * (max_clips*echo_dim + ecg_dim) * 4``."""
-        return self.n_subjects * (self.echo_values + self.ecg_dim) * 4
+        """float32 embedding bytes of the manifest (see :func:`payload_bytes`)."""
+        return payload_bytes(self.n_subjects, self.max_clips, self.echo_dim, self.ecg_dim)
+
+
+def payload_bytes(n: int, max_clips: int, echo_dim: int, ecg_dim: int) -> int:
+    """Float32 embedding payload of ``n`` studies: ``n * (max_clips*echo_dim + ecg_dim) * 4``.
+
+    The one formula behind the manifest metadata and the footprint's payload table.
+    """
+    return n * (max_clips * echo_dim + ecg_dim) * 4

@@ -28,12 +28,12 @@ from pathlib import Path
 from typing import Any
 
 from rightsize import console
+from rightsize.cohort.config import payload_bytes
 from rightsize.errors import DataError, InputError
 from rightsize.params import require
 
 log = logging.getLogger(__name__)
 
-FLOAT32_BYTES = 4
 SIDECAR = "checkpoint.json"
 SIDECAR_PARAM_KEYS = ("params", "n_params", "param_count", "num_params")
 
@@ -75,11 +75,6 @@ class FootprintPaths:
     models: Path
     metrics_dir: Path
     reports: Path = Path("reports")
-
-
-def payload_bytes(n: int, max_clips: int, echo_dim: int, ecg_dim: int) -> int:
-    """Float32 payload of ``n`` studies: ``n*max_clips*echo_dim*4 + n*ecg_dim*4`` bytes."""
-    return n * max_clips * echo_dim * FLOAT32_BYTES + n * ecg_dim * FLOAT32_BYTES
 
 
 def payload_table(shape: CohortShape, clips: tuple[int, ...]) -> list[dict[str, int]]:
