@@ -5,13 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from rightsize.probes.models import (
-    ConcatMLPProbe,
-    CrossAttnFusedProbe,
-    EchoAttnProbe,
-    build_model,
-    count_params,
-)
+from rightsize.probes.fused import CrossAttnFusedProbe
+from rightsize.probes.models import ConcatMLPProbe, EchoAttnProbe, build_model, count_params
 
 
 def _batch(b=6, c=5, de=16, dg=12, seed=0):

@@ -19,23 +19,39 @@ from rightsize.probes.linear import LinearEcgProbe
 PREDICT_BATCH = 512
 
 
-def predict_z(model: Any, data: SplitData, device: Any = "cpu",
-              batch: int = PREDICT_BATCH) -> np.ndarray:
-    """Standardized predictions (m,) float64 of torch ``model`` (eval mode, no grad)."""
+def encode_split(model: Any, data: SplitData, device: Any = "cpu",
+                 batch: int = PREDICT_BATCH) -> dict[str, Any]:
+    """``model.encode`` of every row of ``data`` (chunked, no grad): the tensors to batch."""
     import torch
 
     tensors = data.tensors(device)
+    with torch.no_grad():
+        parts = [model.encode(**{k: t[lo:lo + batch] for k, t in tensors.items()})
+                 for lo in range(0, max(len(data), 1), batch)]
+    return {k: torch.cat([p[k] for p in parts]) for k in parts[0]}
+
+
+def predict_encoded_z(model: Any, encoded: dict[str, Any],
+                      batch: int = PREDICT_BATCH) -> np.ndarray:
+    """Standardized predictions (m,) float64 from :func:`encode_split` output (eval mode)."""
+    import torch
+
+    n = next(iter(encoded.values())).shape[0]
     was_training = model.training
     model.eval()
-    out = []
     with torch.no_grad():
-        for lo in range(0, len(data), batch):
-            part = {k: t[lo:lo + batch] for k, t in tensors.items()}
-            out.append(model(**part))
+        out = [model.forward_encoded(**{k: t[lo:lo + batch] for k, t in encoded.items()})
+               for lo in range(0, n, batch)]
     model.train(was_training)
     if not out:
         return np.zeros(0)
     return torch.cat(out).to("cpu", torch.float64).numpy()
+
+
+def predict_z(model: Any, data: SplitData, device: Any = "cpu",
+              batch: int = PREDICT_BATCH) -> np.ndarray:
+    """Standardized predictions (m,) float64 of torch ``model`` (eval mode, no grad)."""
+    return predict_encoded_z(model, encode_split(model, data, device, batch), batch)
 
 
 @dataclass

@@ -1,0 +1,72 @@
+"""Input normalization shared by the torch probes, and the null-token helper.
+
+A probe sees an embedding ``x`` through :class:`FeatureNorm`: standardized with train-split
+moments, optionally projected on the train split's top principal directions, and zeroed
+where the modality is absent. Everything here is a fixed buffer, so the probes split their
+forward pass in two: :meth:`FeatureNorm.coords` (no parameters; computed once per split by
+the training loop) and the trained layers, which read the low-rank coordinates directly
+(:meth:`FeatureNorm.lift` turns a first-layer weight into its coordinate form).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import nn
+
+
+class FeatureNorm(nn.Module):
+    """``(x - mean) / sd``, optionally denoised, times the presence mask.
+
+    With ``rank > 0`` the standardized vector ``z`` is projected onto the top-``rank``
+    principal directions of the train split (``z -> B B^T z``, ``B`` a fixed ``(dim, rank)``
+    buffer): the remaining directions of a 1024-d embedding carry mostly noise that a probe
+    trained on a few hundred subjects would otherwise memorize. Buffers only: nothing here
+    is trained.
+    """
+
+    def __init__(self, dim: int, rank: int = 0) -> None:
+        super().__init__()
+        self.register_buffer("mean", torch.zeros(dim))
+        self.register_buffer("inv_sd", torch.ones(dim))
+        self.rank = rank if 0 < rank < dim else 0
+        if self.rank:
+            self.register_buffer("basis", torch.eye(dim, self.rank))
+
+    def set_moments(self, mean: np.ndarray, sd: np.ndarray,
+                    basis: np.ndarray | None = None) -> None:
+        """Load train-split moments (float32 arrays of length ``dim``; basis ``(dim, rank)``)."""
+        with torch.no_grad():
+            self.mean.copy_(torch.from_numpy(np.asarray(mean, np.float32)))
+            self.inv_sd.copy_(torch.from_numpy(1.0 / np.asarray(sd, np.float32)))
+            if self.rank and basis is not None:      # None: no train rows to fit it on
+                self.basis.copy_(torch.from_numpy(np.asarray(basis, np.float32)))
+
+    def forward(self, x: torch.Tensor, present: torch.Tensor) -> torch.Tensor:
+        """The normalized vector in input space (..., dim), zero where ``present`` is False."""
+        z = self.coords(x, present)
+        return z @ self.basis.T if self.rank else z
+
+    def coords(self, x: torch.Tensor, present: torch.Tensor) -> torch.Tensor:
+        """Masked coordinates: ``B^T z`` (..., rank) with a basis, else ``z`` itself (..., dim)."""
+        z = (x - self.mean) * self.inv_sd
+        if self.rank:
+            z = z @ self.basis
+        return z * present.unsqueeze(-1).to(z.dtype)
+
+    def lift(self, weight: torch.Tensor) -> torch.Tensor:
+        """``W B`` (out, rank): a linear layer on ``forward(x)`` as a layer on ``coords(x)``.
+
+        ``W (B B^T z) = (W B)(B^T z)``: the same function and the same gradient for ``W``,
+        but each token costs ``rank x out`` multiply-adds instead of ``dim x out``.
+        """
+        return weight @ self.basis if self.rank else weight
+
+
+def with_null(null: torch.Tensor, tokens: torch.Tensor,
+              valid: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Prepend an always-valid null token: returns (B, 1+k, d) tokens and (B, 1+k) validity."""
+    b = tokens.shape[0]
+    tok = torch.cat([null.expand(b, 1, null.shape[-1]), tokens], dim=1)
+    ok = torch.cat([torch.ones(b, 1, dtype=torch.bool, device=valid.device), valid], dim=1)
+    return tok, ok
