@@ -1,12 +1,20 @@
-"""The naive baseline the probe benchmark compares against: tutorial-style training.
+"""The naive baseline the probe benchmark compares against: textbook model, tutorial loop.
 
-Same models as the engine (the classes of :mod:`rightsize.probes.models`, the same input
-moments, PCA basis, target standardization, optimizer, learning rate, weight decay,
-epochs and best-validation-epoch selection), trained the way a tutorial does it:
+Same architectures and parameters as the engine (:func:`rightsize.probes.models.build_model`
+with the same seed, input moments, PCA basis, target standardization, learning rate, weight
+decay, epochs and best-validation-epoch selection), but the forward pass computed the
+textbook way: the probe is wrapped in :class:`rightsize.probes.reference.ReferenceModel`,
+whose forward is :func:`~rightsize.probes.reference.reference_forward` (inputs normalized
+and projected back to full width, full-width linear layers on every token, null tokens
+concatenated to each row's keys, torch's ``multi_head_attention_forward``). The engine's
+forward computes the same function from the same parameters with fewer FLOPs
+(``tests/probes/test_probes_reference.py`` checks outputs and gradients). Trained the way
+a tutorial does it:
 
-* a per-row ``torch.utils.data.Dataset`` (``__getitem__`` returns one row's tensors;
+* a per-row ``torch.utils.data.Dataset`` (``__getitem__`` returns one row's raw tensors;
   the fused probe's modality dropout is drawn per row there) and
   ``DataLoader(batch_size=32, shuffle=True)`` with the default collate;
+* the default ``torch.optim.AdamW(params, lr=..., weight_decay=...)``;
 * per-batch ``loss.item()`` appended to a Python list (the usual loss log);
 * validation and test predictions through a ``DataLoader(batch_size=32)``; the best
   epoch's ``state_dict`` kept with ``copy.deepcopy``;
@@ -97,7 +105,11 @@ def _predict(model: Any, loader: Any) -> np.ndarray:
 
 
 def train_torch(name: str, train: Any, val: Any, std: Any, cfg: Any) -> tuple[Any, dict]:
-    """Tutorial-style training of torch probe ``name``; returns the best-val model and info."""
+    """Tutorial-style training of torch probe ``name`` computed the textbook way.
+
+    Returns the best-validation :class:`ReferenceModel` (wrapping the engine's probe class,
+    whose parameters it trains) and run info.
+    """
     import copy
 
     import torch
@@ -106,11 +118,13 @@ def train_torch(name: str, train: Any, val: Any, std: Any, cfg: Any) -> tuple[An
 
     from rightsize.probes.data import Moments
     from rightsize.probes.models import arch_of, build_model
+    from rightsize.probes.reference import ReferenceModel
 
     torch.manual_seed(cfg.seed)
     arch = arch_of(name, cfg, train.echo.shape[-1], train.ecg.shape[-1])
-    model = build_model(arch)
-    model.set_moments(Moments.fit(train, cfg.pca_rank))
+    probe = build_model(arch)
+    probe.set_moments(Moments.fit(train, cfg.pca_rank))
+    model = ReferenceModel(probe)           # forward = the textbook computation
     p_drop = cfg.fused.modality_dropout if name == "fused" else 0.0
     train_loader = DataLoader(_row_dataset(train, std.forward(train.lvef), p_drop, cfg.seed),
                               batch_size=BATCH_SIZE, shuffle=True)

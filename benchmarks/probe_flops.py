@@ -1,22 +1,26 @@
-"""FLOPs of the torch probes and the fp32 matmul ceiling they are compared with.
+"""FLOPs of the torch probes, ours and the baseline's, and the fp32 matmul ceiling.
 
-Two counts per probe, per row (every clip slot, padding included):
+Three counts per probe and fit, every clip slot (padding included) counted:
 
-* **executed** (:func:`step_flops`): what the current model classes of
-  :mod:`rightsize.probes.models` actually run, counted by torch's ``FlopCounterMode`` on one
-  training step (forward + backward) and one forward at the engine's batch size, divided by
-  the batch. It follows the engine as it changes (e.g. linear layers applied in the PCA
-  coordinates). The same pass records every ``mm``/``addmm`` shape with its FLOPs, so the
-  benchmark can time torch on the probe's own dominant matmul.
-* **reference formulation** (:func:`row_flops`): the matmul FLOPs of the plain formulation
-  (inputs projected back to full width, ``z -> B B^T z``, then full-width linear layers),
-  split by what the backward pass does with them: ``frozen`` PCA projections (forward only),
-  ``first`` layers whose input needs no gradient (2x: forward + weight gradient) and
-  ``inner`` layers (3x). It documents the work before any algebraic shortcut.
+* **ours, executed**: what the engine runs, counted by torch's ``FlopCounterMode``. A
+  training step is ``forward_encoded`` on an already encoded batch plus the backward pass
+  (the engine encodes each split once, outside the loop, so ``encode`` is not counted),
+  at the engine's batch size; the per-epoch validation forward is one eval
+  ``forward_encoded`` per ``PREDICT_BATCH`` chunk. The fused probe forms some products
+  once per batch (projection weights composed with the PCA lift, null-token keys and
+  values), so its per-row cost depends on the batch size: every count is taken at the
+  batch sizes a fit really uses (full batches and the last, shorter one).
+* **baseline, executed**: :class:`rightsize.probes.reference.ReferenceModel` (the same
+  parameters computed the textbook way) on raw inputs, training step and forward at
+  batch 32, as ``naive_probes.py`` runs it.
+* **model FLOPs** (the issue's definition, as in MFU): ``6 x params`` per training row,
+  i.e. ``6 * P * n_train * epochs`` per fit, whatever the implementation executes.
 
-A fit is ``epochs * (n_train * train_row + n_val * forward_row)`` (each epoch trains and
-then predicts the validation split). LayerNorm, softmax, GELU and the optimizer are
-elementwise and not counted.
+An executed fit is ``epochs * (n_train * train_row + n_val * forward_row)``, each side
+with its own per-row counts. ``FlopCounterMode`` counts matmul-like ops (mm, addmm, bmm,
+attention); LayerNorm, softmax, GELU and the optimizer are elementwise and not counted.
+The same pass records every ``mm``/``addmm`` shape of ours' training step with its FLOPs,
+so the benchmark can time torch on the probe's own matmuls.
 
 Only the standard library at module level; torch is imported inside the functions.
 """
@@ -24,61 +28,9 @@ Only the standard library at module level; torch is imported inside the function
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import Any
 
-
-@dataclass(frozen=True)
-class RowFlops:
-    """Matmul FLOPs of one row's forward pass, by backward treatment."""
-
-    frozen: float
-    first: float
-    inner: float
-
-    @property
-    def forward(self) -> float:
-        """Forward FLOPs per row."""
-        return self.frozen + self.first + self.inner
-
-    @property
-    def train(self) -> float:
-        """Forward + backward FLOPs per training row."""
-        return self.frozen + 2 * self.first + 3 * self.inner
-
-
-def _rank(dim: int, rank: int) -> int:
-    return rank if 0 < rank < dim else 0
-
-
-def row_flops(arch: dict[str, Any], clips: int) -> RowFlops:
-    """Per-row matmul FLOPs of the torch probe described by ``arch`` (see ``arch_of``)."""
-    c, e, g = clips, arch["echo_dim"], arch["ecg_dim"]
-    re_, rg = _rank(e, arch["pca_rank"]), _rank(g, arch["pca_rank"])
-    norm_echo, norm_ecg = 4.0 * c * e * re_, 4.0 * g * rg       # z @ B @ B.T per token
-    probe = arch["probe"]
-    if probe == "echo":
-        # query scores over [null, clips], softmax-weighted bmm pooling, linear head
-        return RowFlops(norm_echo, 0.0, 2.0 * (1 + c) * e * 2 + 2.0 * e)
-    if probe == "concat":
-        h = arch["hidden"]
-        return RowFlops(norm_echo + norm_ecg, 2.0 * (e + g) * h, 2.0 * h)
-    if probe == "fused":
-        d, h = arch["fusion_dim"], arch["hidden"]
-        first = 2.0 * c * e * d + 2.0 * g * d                       # echo_proj, ecg_proj
-        # echo->ECG: c queries, keys/values [null, ECG]; q/k/v/out projections + attention
-        e2g = 2.0 * c * d * d + 2 * 2.0 * 2 * d * d + 2.0 * c * d * d + 2 * 2.0 * c * 2 * d
-        # ECG->echo: 1 query, keys/values [null, clips]
-        g2e = (2.0 * d * d + 2 * 2.0 * (1 + c) * d * d + 2.0 * d * d
-               + 2 * 2.0 * (1 + c) * d)
-        head = 2.0 * 2 * d * h + 2.0 * h
-        return RowFlops(norm_echo + norm_ecg, first, e2g + g2e + head)
-    raise ValueError(f"no FLOP model for probe {probe!r}")
-
-
-def training_flops(rf: RowFlops, n_train: int, n_val: int, epochs: int) -> float:
-    """FLOPs of a whole fit: every epoch trains on ``n_train`` rows and predicts ``n_val``."""
-    return epochs * (n_train * rf.train + n_val * rf.forward)
+BASELINE_BATCH = 32
 
 
 def matmul_gflops(m: int, k: int, n: int, threads: int, min_s: float = 0.25,
@@ -110,19 +62,64 @@ def matmul_gflops(m: int, k: int, n: int, threads: int, min_s: float = 0.25,
     return 2.0 * m * k * n / best / 1e9
 
 
-def step_flops(arch: dict[str, Any], clips: int, batch: int = 64) -> dict[str, Any]:
-    """Executed per-row FLOPs (train step, forward) and the matmul shapes of a train step.
+def batch_sizes(n: int, batch: int) -> list[tuple[int, int]]:
+    """``(size, how many)`` of the batches that cover ``n`` rows: full ones, then the rest."""
+    out = [(batch, n // batch)] if n >= batch else []
+    return out + ([(n % batch, 1)] if n % batch else [])
 
-    Random inputs, every clip and ECG present (the FLOPs do not depend on the values).
-    Returns ``{"train", "forward", "shapes"}``, shapes as ``[m, k, n, flops]`` (per step,
-    summed over calls) sorted by FLOPs, largest first.
-    """
+
+def _raw(arch: dict[str, Any], clips: int, batch: int) -> dict[str, Any]:
+    """Random raw inputs, every clip and ECG present (FLOPs do not depend on the values)."""
+    import torch
+
+    gen = torch.Generator().manual_seed(batch)
+    return {"echo": torch.randn(batch, clips, arch["echo_dim"], generator=gen),
+            "clip_mask": torch.ones(batch, clips, dtype=torch.bool),
+            "ecg": torch.randn(batch, arch["ecg_dim"], generator=gen),
+            "has_ecg": torch.ones(batch, dtype=torch.bool)}
+
+
+def _counted(fn: Any) -> float:
+    from torch.utils.flop_counter import FlopCounterMode
+
+    with FlopCounterMode(display=False) as fc:
+        fn()
+    return float(fc.get_total_flops())
+
+
+def _train_step(model: Any, inputs: dict[str, Any], encoded: bool) -> float:
+    """FLOPs of one training step (forward + backward of the MSE loss)."""
+    import torch
+    import torch.nn.functional as F
+
+    model.train()
+    y = torch.zeros(inputs["has_ecg"].shape[0])
+    run = model.forward_encoded if encoded else model
+    return _counted(lambda: F.mse_loss(run(**inputs), y).backward())
+
+
+def _forward(model: Any, inputs: dict[str, Any], encoded: bool) -> float:
+    """FLOPs of one eval forward pass without grad."""
+    import torch
+
+    model.eval()
+    run = model.forward_encoded if encoded else model
+    with torch.no_grad():
+        return _counted(lambda: run(**inputs))
+
+
+def _encode(probe: Any, raw: dict[str, Any]) -> dict[str, Any]:
+    import torch
+
+    with torch.no_grad():
+        return probe.encode(**raw)
+
+
+def step_shapes(probe: Any, inputs: dict[str, Any]) -> list[list[int]]:
+    """``[m, k, n, flops]`` of every ``mm``/``addmm`` in ours' training step, largest first."""
     import torch
     import torch.nn.functional as F
     from torch.utils._python_dispatch import TorchDispatchMode
-    from torch.utils.flop_counter import FlopCounterMode
-
-    from rightsize.probes.models import build_model
 
     aten = torch.ops.aten
     shapes: dict[tuple[int, int, int], int] = {}
@@ -136,24 +133,51 @@ def step_flops(arch: dict[str, Any], clips: int, batch: int = 64) -> dict[str, A
                 shapes[key] = shapes.get(key, 0) + 2 * key[0] * key[1] * key[2]
             return func(*args, **(kwargs or {}))
 
-    torch.manual_seed(0)
-    model = build_model(arch)
-    e, g = arch["echo_dim"], arch["ecg_dim"]
-    inputs = {"echo": torch.randn(batch, clips, e),
-              "clip_mask": torch.ones(batch, clips, dtype=torch.bool),
-              "ecg": torch.randn(batch, g), "has_ecg": torch.ones(batch, dtype=torch.bool)}
-    y = torch.randn(batch)
-    model.train()
-    with FlopCounterMode(display=False) as fc:
-        F.mse_loss(model(**inputs), y).backward()
-    train = fc.get_total_flops() / batch
+    probe.train()
+    y = torch.zeros(inputs["has_ecg"].shape[0])
     with Shapes():
-        F.mse_loss(model(**inputs), y).backward()
-    model.eval()
-    with torch.no_grad(), FlopCounterMode(display=False) as fc:
-        model(**inputs)
-    ranked = sorted(([*k, v] for k, v in shapes.items()), key=lambda r: -r[3])
-    return {"train": train, "forward": fc.get_total_flops() / batch, "shapes": ranked}
+        F.mse_loss(probe.forward_encoded(**inputs), y).backward()
+    return sorted(([*k, v] for k, v in shapes.items()), key=lambda r: -r[3])
+
+
+def fit_flops(arch: dict[str, Any], clips: int, n_train: int, n_val: int,
+              batch: int) -> dict[str, Any]:
+    """Per-row executed FLOPs of both sides, the parameter count and ours' matmul shapes.
+
+    Returns ``{"ours": {"train", "forward"}, "baseline": {"train", "forward"}, "params",
+    "shapes"}``; per-row = the FLOPs of a whole epoch (all batch sizes it uses) / its rows.
+    """
+    import torch
+
+    from rightsize.probes.models import build_model, count_params
+    from rightsize.probes.predict import PREDICT_BATCH
+    from rightsize.probes.reference import ReferenceModel
+
+    torch.manual_seed(0)
+    probe = build_model(arch)
+    ref = ReferenceModel(probe)
+
+    def per_row(n: int, size: int, count: Any) -> float:
+        return sum(k * count(_raw(arch, clips, s)) for s, k in batch_sizes(n, size)) / n
+
+    ours = {"train": per_row(n_train, batch,
+                             lambda r: _train_step(probe, _encode(probe, r), True)),
+            "forward": per_row(n_val, PREDICT_BATCH,
+                               lambda r: _forward(probe, _encode(probe, r), True))}
+    base = {"train": per_row(n_train, BASELINE_BATCH, lambda r: _train_step(ref, r, False)),
+            "forward": per_row(n_val, BASELINE_BATCH, lambda r: _forward(ref, r, False))}
+    shapes = step_shapes(probe, _encode(probe, _raw(arch, clips, min(batch, n_train))))
+    return {"ours": ours, "baseline": base, "params": count_params(probe), "shapes": shapes}
+
+
+def fit_total(per_row: dict[str, float], n_train: int, n_val: int, epochs: int) -> float:
+    """Executed FLOPs of a fit: every epoch trains on ``n_train`` rows and predicts ``n_val``."""
+    return epochs * (n_train * per_row["train"] + n_val * per_row["forward"])
+
+
+def model_flops(params: int, n_train: int, epochs: int) -> float:
+    """The issue's model FLOPs of a fit: ``6 * params * n_train * epochs``."""
+    return 6.0 * params * n_train * epochs
 
 
 def mix_gflops(shapes: list[list[int]], threads: int, min_s: float = 0.05) -> float:

@@ -1,12 +1,16 @@
-"""Where a probe's training time goes: torch profiler categories and the optimizer step.
+"""Where a probe's training time goes: torch profiler categories and seconds per epoch.
 
 :func:`profile_fit` runs the engine's own :func:`rightsize.probes.train.train_probe` for a
 few epochs under ``torch.profiler`` and splits the profiled CPU time into matmuls,
-attention kernels, the AdamW step (everything under ``Optimizer.step``/``zero_grad``) and
-the rest (elementwise, layer norm, batch gathers, autograd bookkeeping), plus the top ops
-by self time. It also times the same epochs without the profiler: as built, and with
-``torch.optim.AdamW`` forced to ``fused=True`` and to the single-tensor loop (what-ifs: one
-fused pass over the parameters vs ~10 elementwise passes).
+attention kernels, the optimizer and the rest (elementwise, layer norm, batch gathers,
+autograd bookkeeping), plus the top ops by self time. Attention kernels = fused attention,
+softmax and sigmoid ops and their backward (the fused probe forms its attention scores
+and mixes with ``einsum``, i.e. batched matmuls, counted as matmul). The engine's
+optimizer is :class:`rightsize.probes.adamw.FusedAdamW` (torch's fused AdamW kernel, no
+``torch.optim``): while profiling, its ``step`` runs inside a ``FusedAdamW.step`` profiler
+label, and the optimizer share is everything under that label (at least the self time of
+``aten::_fused_adamw_`` and ``aten::_foreach_add_``). Seconds per epoch are measured
+without the profiler (best of a run before and one after the profiled run).
 
 Heavy imports live inside the functions (the benchmark driver imports nothing heavy).
 """
@@ -20,6 +24,9 @@ from collections.abc import Iterator
 from typing import Any
 
 MATMUL = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul"}
+ATTENTION = ("scaled_dot_product", "softmax", "sigmoid")     # substrings, backward included
+OPTIMIZER_OPS = {"aten::_fused_adamw_", "aten::_foreach_add_"}
+STEP_LABEL = "FusedAdamW.step"
 
 
 def _config(params: str, probe: str, fusion_dim: int, threads: int, epochs: int) -> Any:
@@ -34,27 +41,23 @@ def _config(params: str, probe: str, fusion_dim: int, threads: int, epochs: int)
 
 
 @contextlib.contextmanager
-def adamw_variant(seen: list[dict[str, Any]] | None = None, **force: Any) -> Iterator[None]:
-    """Within the block ``torch.optim.AdamW(...)`` gets ``force`` merged into its keywords.
+def labelled_step() -> Iterator[None]:
+    """Within the block ``FusedAdamW.step`` runs under a ``FusedAdamW.step`` profiler label."""
+    from torch.profiler import record_function
 
-    The keywords the caller passed (``lr`` and ``weight_decay`` left out) are appended to
-    ``seen``.
-    """
-    import torch
+    from rightsize.probes.adamw import FusedAdamW
 
-    orig = torch.optim.AdamW
+    orig = FusedAdamW.step
 
-    class Variant(orig):  # type: ignore[misc, valid-type]
-        def __init__(self, params: Any, **kw: Any) -> None:
-            if seen is not None:
-                seen.append({k: v for k, v in kw.items() if k not in ("lr", "weight_decay")})
-            super().__init__(params, **{**kw, **force})
+    def step(self: Any) -> None:
+        with record_function(STEP_LABEL):
+            orig(self)
 
-    torch.optim.AdamW = Variant
+    FusedAdamW.step = step  # type: ignore[method-assign]
     try:
         yield
     finally:
-        torch.optim.AdamW = orig
+        FusedAdamW.step = orig  # type: ignore[method-assign]
 
 
 def profile_fit(manifest: str, probe: str, fusion_dim: int, threads: int, params: str,
@@ -68,28 +71,27 @@ def profile_fit(manifest: str, probe: str, fusion_dim: int, threads: int, params
     arrays = load_arrays(manifest)
     train_probe(probe, arrays, _config(params, probe, fusion_dim, threads, 1))   # warm-up
     cfg = _config(params, probe, fusion_dim, threads, epochs)
-    seen: list[dict[str, Any]] = []
-    epoch_s = {}
-    for name, force in (("built", {}), ("fused", {"fused": True}),
-                        ("single", {"fused": False, "foreach": False}), ("built", {})):
-        with adamw_variant(seen if name == "built" else None, **force):
-            t0 = time.perf_counter()
-            train_probe(probe, arrays, cfg)
-            sec = (time.perf_counter() - t0) / epochs
-        epoch_s[name] = min(sec, epoch_s.get(name, sec))    # as built: best of first, last
-    with profile(activities=[ProfilerActivity.CPU]) as prof:
+
+    def epoch_s() -> float:
+        t0 = time.perf_counter()
         train_probe(probe, arrays, cfg)
+        return (time.perf_counter() - t0) / epochs
+
+    before = epoch_s()
+    with labelled_step(), profile(activities=[ProfilerActivity.CPU]) as prof:
+        train_probe(probe, arrays, cfg)
+    built = min(before, epoch_s())
     ka = prof.key_averages()
     total = sum(e.self_cpu_time_total for e in ka)
-    opt = sum(e.cpu_time_total for e in ka if e.key.startswith(("Optimizer.step",
-                                                                   "Optimizer.zero_grad")))
+    opt = max(sum(e.cpu_time_total for e in ka if e.key == STEP_LABEL),
+              sum(e.self_cpu_time_total for e in ka if e.key in OPTIMIZER_OPS))
     mm = sum(e.self_cpu_time_total for e in ka if e.key in MATMUL)
-    attn = sum(e.self_cpu_time_total for e in ka if "scaled_dot_product" in e.key)
+    attn = sum(e.self_cpu_time_total for e in ka
+               if e.key.startswith("aten::") and any(a in e.key for a in ATTENTION))
     ops = sorted((e for e in ka if e.key.startswith("aten::")),
                  key=lambda e: e.self_cpu_time_total, reverse=True)[:top]
     return {
-        "epochs": epochs, "epoch_s": epoch_s,
-        "adamw_kwargs": ", ".join(f"{k}={v}" for k, v in (seen[0] if seen else {}).items()),
+        "epochs": epochs, "epoch_s": {"built": built},
         "share": {"matmul": mm / total, "attention": attn / total, "optimizer": opt / total,
                   "other": max(0.0, 1 - (mm + attn + opt) / total)},
         "top": [(e.key, e.self_cpu_time_total / total, e.count) for e in ops],

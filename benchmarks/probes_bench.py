@@ -7,20 +7,23 @@ torch, BLAS and OpenMP at ``--threads`` (1) thread(s):
 * **ours**: :func:`rightsize.probes.train.train_probe` (with its :class:`RunLog` writing
   the event file and curve, as ``rightsize train`` does) then
   :func:`rightsize.probes.evaluate.evaluate_probe` (vectorized 2,000-resample bootstrap);
-* **baseline**: ``naive_probes.py``: the same model classes, per-row Dataset +
-  ``DataLoader(batch_size=32, shuffle=True)``, per-batch ``.item()``, and a Python loop of
-  2,000 scikit-learn ``mean_absolute_error``/``roc_auc_score`` calls.
+* **baseline**: ``naive_probes.py``: the same architectures and initial parameters,
+  computed the textbook way (:class:`rightsize.probes.reference.ReferenceModel`), trained
+  tutorial-style: per-row Dataset + ``DataLoader(batch_size=32, shuffle=True)``,
+  ``torch.optim.AdamW``, per-batch ``.item()``, and a Python loop of 2,000 scikit-learn
+  ``mean_absolute_error``/``roc_auc_score`` calls.
 
 Timed: train + evaluate inside the child, after imports and the manifest load (reported
 separately, with the whole process wall time). "all four" is the sum of the four per-probe
-cases. Achieved GFLOP/s = executed matmul FLOPs of the fit (``probe_flops.py``: torch's
-FlopCounterMode on the current model classes) / fit seconds, next to the fp32 GFLOP/s torch
+cases. FLOPs (``probe_flops.py``): each side's executed FLOPs counted by torch's
+FlopCounterMode at the batch sizes it runs, and the model FLOPs ``6 * params * n_train *
+epochs``; both are divided by ours' fit seconds and set next to the fp32 GFLOP/s torch
 reaches on the probe's dominant matmul shape alone, measured in the same run (best of the
 start and the end of the run).
 
 Usage::
 
-    python benchmarks/probes_bench.py            # ~6-10 min on 2 cores -> results/probes.md
+    python benchmarks/probes_bench.py            # ~8-10 min on 2 cores -> results/probes.md
     python benchmarks/probes_bench.py --clips 1 --probes echo fused --no-readme --out-md /tmp/p.md
 """
 
@@ -88,8 +91,8 @@ def child_ours(manifest: str, probe: str, fusion_dim: int, threads: int,
 def import_heavy() -> None:
     """Import what either contender's timed region would otherwise import on first use.
 
-    Both children call this before their timers start, so neither pays torch's or
-    scikit-learn's import inside the measurement.
+    Both children call this before their timers start, so neither pays torch's,
+    scikit-learn's or the probe modules' import inside the measurement.
     """
     import sklearn.linear_model  # noqa: F401
     import sklearn.metrics  # noqa: F401
@@ -100,17 +103,23 @@ def import_heavy() -> None:
     import torch.nn.functional  # noqa: F401
     import torch.utils.data  # noqa: F401
 
+    import rightsize.probes.adamw  # noqa: F401
+    import rightsize.probes.fused  # noqa: F401
     import rightsize.probes.linear  # noqa: F401
     import rightsize.probes.models  # noqa: F401
+    import rightsize.probes.reference  # noqa: F401
 
+    # Constructing the first torch.optim optimizer imports torch._dynamo (~1 s, hundreds of
+    # modules); the baseline's AdamW would otherwise pay that import inside its timer.
+    torch.optim.AdamW([torch.zeros(1, requires_grad=True)])
     torch.manual_seed(0)
 
 
 def child_matmul(spec: str) -> dict[str, Any]:
-    """FLOPs per case (executed and reference) and fp32 matmul GFLOP/s (see probe_flops)."""
+    """FLOPs per case (ours, baseline, model) and fp32 matmul GFLOP/s (see probe_flops)."""
     import dataclasses
 
-    from probe_flops import matmul_gflops, mix_gflops, row_flops, step_flops
+    from probe_flops import fit_flops, matmul_gflops, mix_gflops
     from rightsize.params import load_block
     from rightsize.probes.config import TrainConfig
     from rightsize.probes.models import arch_of
@@ -122,14 +131,13 @@ def child_matmul(spec: str) -> dict[str, Any]:
         for clips, probe, fd in req["cases"]:
             c = dataclasses.replace(cfg, fused=dataclasses.replace(cfg.fused, fusion_dim=fd))
             arch = arch_of(probe, c, req["echo_dim"], req["ecg_dim"])
-            st, ref = step_flops(arch, clips, cfg.batch_size), row_flops(arch, clips)
-            step_total = sum(r[3] for r in st["shapes"])
+            ff = fit_flops(arch, clips, req["n_train"], req["n_val"], cfg.batch_size)
+            step_total = sum(r[3] for r in ff["shapes"])
             cases[f"{clips}/{probe}/{fd}"] = {
-                "train": st["train"], "forward": st["forward"],
-                "ref": [ref.frozen, ref.first, ref.inner, ref.train, ref.forward],
-                "dominant": st["shapes"][0][:3], "dominant_share": st["shapes"][0][3] / step_total,
-                "mix": mix_gflops(st["shapes"], req["threads"])}
-            shapes.add(tuple(st["shapes"][0][:3]))
+                "ours": ff["ours"], "baseline": ff["baseline"], "params": ff["params"],
+                "dominant": ff["shapes"][0][:3], "dominant_share": ff["shapes"][0][3] / step_total,
+                "mix": mix_gflops(ff["shapes"], req["threads"])}
+            shapes.add(tuple(ff["shapes"][0][:3]))
     timed = {"x".join(map(str, s)): {str(t): matmul_gflops(*s, t) for t in (1, 2)}
              for s in sorted(shapes)}
     return {"cases": cases, "shapes": timed}
@@ -160,12 +168,17 @@ def child_manifest(out: str, clips: int, subjects: int, echo_dim: int, ecg_dim: 
     from rightsize.params import load_params, parse
 
     block = dict(load_params(REPO / "params.yaml")["cohort"])
-    train, val = round(subjects * 829 / 1208), round(subjects * 131 / 1208)
+    train, val = split_sizes(subjects)
     block.update(source="synthetic", n_subjects=subjects, max_clips=clips, echo_dim=echo_dim,
                  ecg_dim=ecg_dim, splits={"train": train, "val": val,
                                           "test": subjects - train - val})
     rep = build_manifest(parse(CohortConfig, block, "cohort"), out)
     return {"rows": rep.summary.n_rows, "bytes": rep.manifest_bytes}
+
+
+def split_sizes(subjects: int) -> tuple[int, int]:
+    """Train and validation rows of the synthetic cohort (the default's 829/131/248 shares)."""
+    return round(subjects * 829 / 1208), round(subjects * 131 / 1208)
 
 
 # ----------------------------------------------------------------------------- driver
@@ -235,8 +248,10 @@ def main() -> int:
     info = machine_info()
     digest = _engine_digest()
     t_all = time.perf_counter()
+    n_train, n_val = split_sizes(args.subjects)
     mm_spec = json.dumps({"cases": [k for k in cases if k[1] != "ecg"], "threads": args.threads,
                           "echo_dim": args.echo_dim, "ecg_dim": args.ecg_dim,
+                          "n_train": n_train, "n_val": n_val,
                           "params": str(REPO / "params.yaml")})
     mm0 = _run_child([me, "--child", "matmul", mm_spec], env, "matmul", args.timeout)
     results: dict[tuple[int, str, int], dict[str, Any]] = {}
@@ -275,15 +290,7 @@ def main() -> int:
     end_digest = _engine_digest()
     info["engine sources (sha256 of src/rightsize/probes/*.py)"] = digest + (
         "" if end_digest == digest else f" -> {end_digest}: CHANGED DURING THE RUN")
-    flops = {}
-    for key, r in results.items():
-        if key[1] != "ecg":
-            case, o = mm0["cases"][f"{key[0]}/{key[1]}/{key[2]}"], r["ours"]
-            flops[key] = {**case, "shape": tuple(case["dominant"]),
-                          "fit": o["epochs"] * (o["n_train"] * case["train"]
-                                                + o["n_val"] * case["forward"]),
-                          "fit_ref": o["epochs"] * (o["n_train"] * case["ref"][3]
-                                                    + o["n_val"] * case["ref"][4])}
+    flops = _fit_flops(results, mm0, (n_train, n_val), info)
     md = render(args, cfg, info, results, flops, (mm0, mm1), boot, profiles,
                 time.perf_counter() - t_all)
     write_text(args.out_md, md)
@@ -293,6 +300,28 @@ def main() -> int:
         write_text(readme, replace_section(old, readme_section(md), START, END))
     print(md)
     return 0
+
+
+def _fit_flops(results: dict, mm0: dict, sizes: tuple[int, int],
+               info: dict[str, str]) -> dict:
+    """Per torch case: the FLOP counts plus each side's executed and the model fit FLOPs."""
+    from probe_flops import fit_total, model_flops
+
+    flops = {}
+    for key, r in results.items():
+        if key[1] == "ecg":
+            continue
+        case, o = mm0["cases"][f"{key[0]}/{key[1]}/{key[2]}"], r["ours"]
+        if (o["n_train"], o["n_val"]) != sizes:
+            info["FLOP counts"] = (f"made for train/val {sizes[0]}/{sizes[1]} rows but the "
+                                   f"runs had {o['n_train']}/{o['n_val']}: approximate")
+        b = r.get("baseline")
+        flops[key] = {**case, "shape": tuple(case["dominant"]),
+                      "fit": fit_total(case["ours"], o["n_train"], o["n_val"], o["epochs"]),
+                      "fit_base": fit_total(case["baseline"], o["n_train"], o["n_val"],
+                                            b["epochs"] if b else o["epochs"]),
+                      "fit_model": model_flops(case["params"], o["n_train"], o["epochs"])}
+    return flops
 
 
 def _progress(c: int, probe: str, fd: int, row: dict[str, Any]) -> None:
