@@ -17,13 +17,14 @@ from rightsize.probes.reference import ReferenceModel, reference_forward, refere
 DE, DG = 40, 30
 
 
-def _inputs(clips, seed=0):
+def _inputs(clips, rows=7, seed=0):
+    """``rows`` rows (a multiple of 7): no clips, some clips, all clips; ECG absent in some."""
     g = torch.Generator().manual_seed(seed)
-    n = torch.tensor([0, 1, 2, 3, 5, 4, 5]).clamp(max=clips)
+    n = torch.tensor([0, 1, 2, 3, 5, 4, 5]).clamp(max=clips).repeat(rows // 7)
     mask = torch.arange(clips)[None, :] < n[:, None]
-    echo = torch.randn(7, clips, DE, generator=g, dtype=torch.float64)
-    ecg = torch.randn(7, DG, generator=g, dtype=torch.float64)
-    has_ecg = torch.tensor([True, True, False, True, True, False, True])
+    echo = torch.randn(rows, clips, DE, generator=g, dtype=torch.float64)
+    ecg = torch.randn(rows, DG, generator=g, dtype=torch.float64)
+    has_ecg = torch.tensor([True, True, False, True, True, False, True]).repeat(rows // 7)
     return echo, mask, ecg, has_ecg
 
 
@@ -53,13 +54,15 @@ MAKERS = {
 }
 
 
+# 7 rows keep the fused probe's clip attention on full-width tokens, 42 rows (rank 8) put it
+# in the clip coordinates (see the cost test in CrossAttnFusedProbe.fuse_encoded).
 @pytest.mark.parametrize("name", sorted(MAKERS))
-@pytest.mark.parametrize("rank", [0, 8])
+@pytest.mark.parametrize("rank, rows", [(0, 7), (8, 7), (8, 42)])
 @pytest.mark.parametrize("clips", [1, 5])
-def test_fast_forward_equals_textbook_forward_and_gradients(name, rank, clips):
+def test_fast_forward_equals_textbook_forward_and_gradients(name, rank, rows, clips):
     model = _model(MAKERS[name], rank)
-    x = _inputs(clips)
-    weights = torch.arange(7, dtype=torch.float64)       # a loss that weighs rows differently
+    x = _inputs(clips, rows)
+    weights = torch.arange(rows, dtype=torch.float64)    # a loss that weighs rows differently
     fast = model(*x)
     ref = reference_forward(model, *x)
     torch.testing.assert_close(fast, ref, rtol=1e-10, atol=1e-12)
@@ -71,9 +74,10 @@ def test_fast_forward_equals_textbook_forward_and_gradients(name, rank, clips):
 
 
 @pytest.mark.parametrize("clips", [1, 5])
-def test_fused_attention_weights_equal_multi_head_attention(clips):
+@pytest.mark.parametrize("rows", [7, 42])
+def test_fused_attention_weights_equal_multi_head_attention(clips, rows):
     model = _model(MAKERS["fused"], 8)
-    x = _inputs(clips)
+    x = _inputs(clips, rows)
     _, w_e, w_g = model.fuse(*x, need_weights=True)
     _, r_e, r_g = reference_fuse(model, *x)
     torch.testing.assert_close(w_e, r_e, rtol=1e-10, atol=1e-12)

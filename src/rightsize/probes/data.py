@@ -141,7 +141,11 @@ def _moments(x: np.ndarray, dim: int,
     sd = np.where(sd > 1e-8, sd, 1.0)
     basis = None
     if 0 < rank < dim:
-        z = (x - mean) / sd
-        _, vecs = np.linalg.eigh(z.T @ z)              # ascending eigenvalues
-        basis = np.ascontiguousarray(vecs[:, ::-1][:, :rank], dtype=np.float32)
+        from scipy.linalg import eigh
+
+        # float32 Gram matrix (half the time of float64; the basis is stored as float32) and
+        # only the top-``rank`` eigenpairs (MRRR): about 3x faster than a full eigh at 1024-d.
+        z = (x - mean.astype(np.float32)) / sd.astype(np.float32)
+        _, vecs = eigh(z.T @ z, subset_by_index=[dim - rank, dim - 1], driver="evr")
+        basis = np.ascontiguousarray(vecs[:, ::-1], dtype=np.float32)   # largest first
     return mean.astype(np.float32), sd.astype(np.float32), basis

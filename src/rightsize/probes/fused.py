@@ -13,6 +13,8 @@ The forward pass here computes the same function with less arithmetic:
   a projection ``W e + b`` can be applied as ``c (W A)^T + (W a + b)``: one ``d x d x r``
   product per batch instead of ``d x d`` per token, whichever is cheaper for the batch at
   hand (:func:`project`);
+* the clips' queries, keys and values are never formed: scores and the attention output
+  contract the clip coordinates with per-row, per-head ``r``-vectors (``M_h^T q``);
 * the null tokens' keys and values are projected once per batch, not once per row;
 * an echo clip attends over two keys, so its softmax is a sigmoid of the score difference
   and its attention output is ``v_null + w (v_ecg - v_null)`` per head; with several clips
@@ -56,6 +58,20 @@ class CrossAttention(nn.Module):
             self.out.bias.zero_()
 
 
+def affine_map(lin: nn.Linear, a_w: torch.Tensor, a_b: torch.Tensor,
+               null: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    """``(M, m, lin(null))`` with ``lin(F.linear(c, a_w, a_b)) = F.linear(c, M, m)``.
+
+    One product ``lin.weight @ [a_w | a_b | null]``, so the backward pass forms the weight's
+    gradient once for the tokens and the null token together.
+    """
+    rank = a_w.shape[1]
+    cols = [a_w, a_b.unsqueeze(1)] + ([] if null is None else [null.view(-1, 1)])
+    prod = lin.weight @ torch.cat(cols, dim=1)                                # (out, r+1|2)
+    out_null = None if null is None else (prod[:, rank + 1] + lin.bias).view(1, -1)
+    return prod[:, :rank], prod[:, rank] + lin.bias, out_null
+
+
 def project(lin: nn.Linear, c: torch.Tensor, a_w: torch.Tensor, a_b: torch.Tensor,
             x: torch.Tensor, null: torch.Tensor | None = None
             ) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -69,10 +85,8 @@ def project(lin: nn.Linear, c: torch.Tensor, a_w: torch.Tensor, a_b: torch.Tenso
     rows, (out_dim, mid), rank = c.numel() // c.shape[-1], lin.weight.shape, a_w.shape[1]
     extra = 1 if null is None else 2
     if out_dim * mid * (rank + extra) + rows * out_dim * rank < rows * out_dim * mid:
-        cols = [a_w, a_b.unsqueeze(1)] + ([] if null is None else [null.view(mid, 1)])
-        m = lin.weight @ torch.cat(cols, dim=1)                               # (out, r+extra)
-        tokens = F.linear(c, m[:, :rank], m[:, rank] + lin.bias)
-        return tokens, None if null is None else (m[:, rank + 1] + lin.bias).view(1, out_dim)
+        m_w, m_b, out_null = affine_map(lin, a_w, a_b, null)
+        return F.linear(c, m_w, m_b), out_null
     flat = x.reshape(rows, mid)
     if null is not None:
         flat = torch.cat([flat, null.view(1, mid)])
@@ -164,29 +178,45 @@ class CrossAttnFusedProbe(ProbeModule):
         g = F.linear(c_g, a_g, self.ecg_proj.bias)                            # (B, d)
         scale = 1.0 / math.sqrt(dh)
 
-        # echo -> [null, ECG]: two keys, so the softmax is a sigmoid of the score difference.
+        # Clip-side queries, keys and values are never formed per clip: each is an affine map
+        # (M, m) of the clip coordinates x_e, and the attention contracts x_e with per-row,
+        # per-head vectors (M_h^T q) instead. x_e is c_e (rank r) when that is cheaper, else e.
         n_e, n_g = self.echo_null.view(1, d), self.ecg_null.view(1, d)
-        q, _ = project(e2g.q, c_e, a_e, self.echo_proj.bias, e)
+        in_coords = d * (a_e.shape[1] + 2) + b * a_e.shape[1] < b * d
+        x_e = c_e if in_coords else e
+
+        def clip_map(lin: nn.Linear, null: torch.Tensor | None = None
+                     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+            if in_coords:
+                return affine_map(lin, a_e, self.echo_proj.bias, null)
+            return lin.weight, lin.bias, None if null is None else lin(null)
+
+        # echo -> [null, ECG]: two keys, so the softmax is a sigmoid of the score difference.
         k_g, k_null = project(e2g.k, c_g, a_g, self.ecg_proj.bias, g, n_g)
-        diff = (q.view(b, c, heads, dh) * ((k_g - k_null) * scale).view(b, 1, heads, dh))
-        w_ecg = torch.sigmoid(diff.sum(-1).masked_fill(~has_ecg.view(b, 1, 1),
-                                                      float("-inf")))         # (B, c, H)
+        dk = ((k_g - k_null) * scale).view(b, heads, dh)                      # (B, H, dh)
+        mq, bq, _ = clip_map(e2g.q)
+        t = torch.einsum("bhk,hkr->bhr", dk, mq.view(heads, dh, -1))
+        diff = torch.einsum("bcr,bhr->bch", x_e, t) + (bq.view(heads, dh) * dk).sum(-1)[:, None]
+        w_ecg = torch.sigmoid(diff.masked_fill(~has_ecg.view(b, 1, 1), float("-inf")))
         v_g, v_null = project(e2g.v, c_g, a_g, self.ecg_proj.bias, g, n_g)
-        att_e = mix_two_keys(w_ecg, v_null, v_g, e2g.out, heads)
+        att_e = mix_two_keys(w_ecg, v_null, v_g, e2g.out, heads)                # (B, c, d)
         e2 = self.ln_echo(e + att_e)
         m = clip_mask.unsqueeze(-1).to(e2.dtype)
         pooled = (e2 * m).sum(dim=1) / m.sum(dim=1).clamp(min=1)
 
         # ECG -> [null, clips] (masked).
         qg = project(g2e.q, c_g, a_g, self.ecg_proj.bias, g)[0].view(b, heads, dh) * scale
-        k_e, k_null = project(g2e.k, c_e, a_e, self.echo_proj.bias, e, n_e)
-        v_e, v_null = project(g2e.v, c_e, a_e, self.echo_proj.bias, e, n_e)
+        mk, bk, k_null = clip_map(g2e.k, n_e)
+        u = torch.einsum("bhk,hkr->bhr", qg, mk.view(heads, dh, -1))
+        s_clip = (torch.einsum("bhr,bcr->bhc", u, x_e)
+                  + (bk.view(heads, dh) * qg).sum(-1, keepdim=True))
         s_null = (qg * k_null.view(heads, dh)).sum(-1, keepdim=True)          # (B, H, 1)
-        s_clip = torch.einsum("bhk,bchk->bhc", qg, k_e.view(b, c, heads, dh))
         s_clip = s_clip.masked_fill(~clip_mask.unsqueeze(1), float("-inf"))
         w_g = torch.softmax(torch.cat([s_null, s_clip], dim=-1), dim=-1)      # (B, H, 1+c)
-        o_g = (w_g[..., :1] * v_null.view(heads, dh)
-               + torch.einsum("bhc,bchk->bhk", w_g[..., 1:], v_e.view(b, c, heads, dh)))
+        mv, bv, v_null = clip_map(g2e.v, n_e)
+        pooled_x = torch.einsum("bhc,bcr->bhr", w_g[..., 1:], x_e)             # (B, H, r)
+        o_g = (w_g[..., :1] * v_null.view(heads, dh) + (1 - w_g[..., :1]) * bv.view(heads, dh)
+               + torch.einsum("bhr,hkr->bhk", pooled_x, mv.view(heads, dh, -1)))
         g2 = self.ln_ecg(g + g2e.out(o_g.reshape(b, d)))
         out = self.head(torch.cat([pooled, g2], dim=1)).squeeze(-1)
         if not need_weights:
