@@ -1,4 +1,4 @@
-"""Input normalization shared by the torch probes, and the null-token helper.
+"""Input normalization shared by the torch probes, and their masked mean over clips.
 
 A probe sees an embedding ``x`` through :class:`FeatureNorm`: standardized with train-split
 moments, optionally projected on the train split's top principal directions, and zeroed
@@ -63,10 +63,7 @@ class FeatureNorm(nn.Module):
         return weight @ self.basis if self.rank else weight
 
 
-def with_null(null: torch.Tensor, tokens: torch.Tensor,
-              valid: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Prepend an always-valid null token: returns (B, 1+k, d) tokens and (B, 1+k) validity."""
-    b = tokens.shape[0]
-    tok = torch.cat([null.expand(b, 1, null.shape[-1]), tokens], dim=1)
-    ok = torch.cat([torch.ones(b, 1, dtype=torch.bool, device=valid.device), valid], dim=1)
-    return tok, ok
+def masked_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Mean of ``x`` (B, c, ...) over the clips where ``mask`` (B, c) is True; 0 with none."""
+    m = mask.to(x.dtype).view(*mask.shape, *([1] * (x.dim() - 2)))
+    return (x * m).sum(dim=1) / m.sum(dim=1).clamp(min=1)

@@ -31,7 +31,7 @@ from torch import nn
 from torch.nn.utils import skip_init
 
 from rightsize.probes.data import Moments
-from rightsize.probes.featurenorm import FeatureNorm
+from rightsize.probes.featurenorm import FeatureNorm, masked_mean
 from rightsize.probes.models import Batch, ProbeModule
 
 F = nn.functional
@@ -202,9 +202,7 @@ class CrossAttnFusedProbe(ProbeModule):
         w_ecg = torch.sigmoid(diff.masked_fill(~has_ecg.view(b, 1, 1), float("-inf")))
         v_g, v_null = project(e2g.v, c_g, a_g, self.ecg_proj.bias, g, n_g)
         att_e = mix_two_keys(w_ecg, v_null, v_g, e2g.out, heads)                # (B, c, d)
-        e2 = self.ln_echo(e + att_e)
-        m = clip_mask.unsqueeze(-1).to(e2.dtype)
-        pooled = (e2 * m).sum(dim=1) / m.sum(dim=1).clamp(min=1)
+        pooled = masked_mean(self.ln_echo(e + att_e), clip_mask)             # (B, d)
 
         # ECG -> [null, clips] (masked).
         qg = project(g2e.q, c_g, a_g, self.ecg_proj.bias, g)[0].view(b, heads, dh) * scale

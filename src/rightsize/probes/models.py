@@ -26,7 +26,7 @@ import torch
 from torch import nn
 
 from rightsize.probes.data import Moments
-from rightsize.probes.featurenorm import FeatureNorm
+from rightsize.probes.featurenorm import FeatureNorm, masked_mean
 
 ARCH_KEYS = {
     "echo": ("echo_dim", "ecg_dim", "pca_rank"),
@@ -119,8 +119,7 @@ class ConcatMLPProbe(ProbeModule):
         part of the input shrinks from ``c`` clips to one before any batch is drawn.
         """
         c = self.norm_echo.coords(echo, clip_mask)
-        n = clip_mask.sum(dim=1, keepdim=True).clamp(min=1).to(c.dtype)
-        return {"echo": (c.sum(dim=1) / n).unsqueeze(1),
+        return {"echo": masked_mean(c, clip_mask).unsqueeze(1),
                 "clip_mask": clip_mask.any(dim=1, keepdim=True),
                 "ecg": self.norm_ecg.coords(ecg, has_ecg), "has_ecg": has_ecg}
 
@@ -129,8 +128,7 @@ class ConcatMLPProbe(ProbeModule):
         """First layer split by input block and applied in the low-rank coordinates."""
         first = self.mlp[0]
         de = self.norm_echo.mean.shape[0]
-        m = clip_mask.to(echo.dtype).unsqueeze(-1)
-        pooled = (echo * m).sum(dim=1) / m.sum(dim=1).clamp(min=1)
+        pooled = masked_mean(echo, clip_mask)
         g = ecg * has_ecg.unsqueeze(-1).to(ecg.dtype)
         h = (nn.functional.linear(pooled, self.norm_echo.lift(first.weight[:, :de]))
              + nn.functional.linear(g, self.norm_ecg.lift(first.weight[:, de:]), first.bias))

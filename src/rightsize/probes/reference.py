@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from rightsize.probes.featurenorm import with_null
+from rightsize.probes.featurenorm import masked_mean
 from rightsize.probes.fused import CrossAttention, CrossAttnFusedProbe
 from rightsize.probes.models import ConcatMLPProbe, EchoAttnProbe
 
@@ -25,9 +25,7 @@ def reference_forward(model: nn.Module, echo: torch.Tensor, clip_mask: torch.Ten
     if isinstance(model, CrossAttnFusedProbe):
         return reference_fuse(model, echo, clip_mask, ecg, has_ecg)[0]
     if isinstance(model, ConcatMLPProbe):
-        x_e = model.norm_echo(echo, clip_mask)                              # (B, c, dim)
-        m = clip_mask.unsqueeze(-1).to(x_e.dtype)
-        pooled = (x_e * m).sum(dim=1) / m.sum(dim=1).clamp(min=1)
+        pooled = masked_mean(model.norm_echo(echo, clip_mask), clip_mask)  # (B, dim)
         x_g = model.norm_ecg(ecg, has_ecg)
         return model.mlp(torch.cat([pooled, x_g], dim=1)).squeeze(-1)
     if isinstance(model, EchoAttnProbe):
@@ -48,9 +46,7 @@ def reference_fuse(model: CrossAttnFusedProbe, echo: torch.Tensor, clip_mask: to
     g = model.ecg_proj(model.norm_ecg(ecg, has_ecg)).unsqueeze(1)             # (B, 1, d)
     kv_g, ok_g = with_null(model.ecg_null, g, has_ecg.unsqueeze(1))
     a_e, w_e = attention(model.echo_to_ecg, e, kv_g, ok_g)
-    e2 = model.ln_echo(e + a_e)
-    m = clip_mask.unsqueeze(-1).to(e2.dtype)
-    pooled = (e2 * m).sum(dim=1) / m.sum(dim=1).clamp(min=1)
+    pooled = masked_mean(model.ln_echo(e + a_e), clip_mask)
     kv_e, ok_e = with_null(model.echo_null, e, clip_mask)
     a_g, w_g = attention(model.ecg_to_echo, g, kv_e, ok_e)
     g2 = model.ln_ecg(g + a_g).squeeze(1)
@@ -70,6 +66,15 @@ def attention(block: CrossAttention, query: torch.Tensor, kv: torch.Tensor,
         k_proj_weight=block.k.weight, v_proj_weight=block.v.weight,
         average_attn_weights=False)
     return out.transpose(0, 1), w
+
+
+def with_null(null: torch.Tensor, tokens: torch.Tensor,
+              valid: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Prepend an always-valid null token: returns (B, 1+k, d) tokens and (B, 1+k) validity."""
+    b = tokens.shape[0]
+    tok = torch.cat([null.expand(b, 1, null.shape[-1]), tokens], dim=1)
+    ok = torch.cat([torch.ones(b, 1, dtype=torch.bool, device=valid.device), valid], dim=1)
+    return tok, ok
 
 
 class ReferenceModel(nn.Module):
