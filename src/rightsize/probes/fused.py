@@ -153,6 +153,15 @@ class CrossAttnFusedProbe(ProbeModule):
         """(B,) standardized LVEF."""
         return self.fuse_encoded(echo, clip_mask, ecg, has_ecg)[0]
 
+    def loss_backward(self, batch: Batch, y: torch.Tensor) -> torch.Tensor:
+        """:meth:`ProbeModule.loss_backward`, by :mod:`rightsize.probes.fused_step` when the
+        batch is in its coordinate form (PCA on, batch wider than a per-batch product)."""
+        from rightsize.probes.fused_step import fused_loss_backward, manual_step_applies
+
+        if manual_step_applies(self, y.shape[0]):
+            return fused_loss_backward(self, **batch, y=y)
+        return super().loss_backward(batch, y)
+
     def fuse(self, echo: torch.Tensor, clip_mask: torch.Tensor, ecg: torch.Tensor,
              has_ecg: torch.Tensor, need_weights: bool = False
              ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:

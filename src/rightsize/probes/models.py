@@ -27,6 +27,7 @@ from torch import nn
 
 from rightsize.probes.data import Moments
 from rightsize.probes.featurenorm import FeatureNorm, masked_mean
+from rightsize.probes.handgrad import dropout_noise, gelu_backward, grad_buffers
 
 ARCH_KEYS = {
     "echo": ("echo_dim", "ecg_dim", "pca_rank"),
@@ -56,6 +57,18 @@ class ProbeModule(nn.Module):
                 has_ecg: torch.Tensor) -> torch.Tensor:
         """(B,) standardized LVEF from raw embeddings."""
         return self.forward_encoded(**self.encode(echo, clip_mask, ecg, has_ecg))
+
+    def loss_backward(self, batch: Batch, y: torch.Tensor) -> torch.Tensor:
+        """MSE of :meth:`forward_encoded` on ``batch`` against ``y``; each parameter's
+        ``.grad`` replaced by its gradient. Returns the loss without its graph.
+
+        Autograd here; the fused probe overrides it with a hand-written backward pass.
+        """
+        for p in self.parameters():
+            p.grad = None
+        loss = nn.functional.mse_loss(self.forward_encoded(**batch), y)
+        loss.backward()
+        return loss.detach()
 
 
 class EchoAttnProbe(ProbeModule):
@@ -133,6 +146,37 @@ class ConcatMLPProbe(ProbeModule):
         h = (nn.functional.linear(pooled, self.norm_echo.lift(first.weight[:, :de]))
              + nn.functional.linear(g, self.norm_ecg.lift(first.weight[:, de:]), first.bias))
         return self.mlp[1:](h).squeeze(-1)
+
+    def loss_backward(self, batch: Batch, y: torch.Tensor) -> torch.Tensor:
+        """:meth:`ProbeModule.loss_backward` by hand: the first layer's gradient is written
+        block by block (``dA B^T`` per input) straight into its ``.grad``."""
+        first, drop, last = self.mlp[0], self.mlp[2], self.mlp[3]
+        de = self.norm_echo.mean.shape[0]
+        grads = grad_buffers(self)
+        with torch.no_grad():
+            x_e = masked_mean(batch["echo"], batch["clip_mask"])                  # (B, r_e)
+            x_g = batch["ecg"] * batch["has_ecg"].unsqueeze(-1).to(x_e.dtype)     # (B, r_g)
+            h = torch.addmm(first.bias, x_g, self.norm_ecg.lift(first.weight[:, de:]).t())
+            torch.addmm(h, x_e, self.norm_echo.lift(first.weight[:, :de]).t(), out=h)
+            a = nn.functional.gelu(h)
+            noise = dropout_noise(drop, a)
+            if noise is not None:
+                a = a * noise
+            err = torch.addmm(last.bias, a, last.weight.t()).squeeze(-1) - y
+            d_out = (2.0 / y.shape[0]) * err
+            torch.mm(d_out.view(1, -1), a, out=grads["mlp.3.weight"])
+            grads["mlp.3.bias"].copy_(d_out.sum().view(1))
+            d_a = d_out.unsqueeze(1) * last.weight
+            d_h = gelu_backward(d_a if noise is None else d_a * noise, h)
+            torch.sum(d_h, 0, out=grads["mlp.0.bias"])
+            g_w = grads["mlp.0.weight"]
+            for norm, x, cols in ((self.norm_echo, x_e, g_w[:, :de]),
+                                  (self.norm_ecg, x_g, g_w[:, de:])):
+                if norm.rank:
+                    torch.mm(d_h.t() @ x, norm.basis.t(), out=cols)
+                else:
+                    torch.mm(d_h.t(), x, out=cols)
+            return (err * err).mean()
 
 
 def arch_of(probe: str, cfg: Any, echo_dim: int, ecg_dim: int) -> dict[str, Any]:

@@ -136,7 +136,6 @@ def _modality_dropout(batch: dict[str, Any], p: float, gen: Any) -> dict[str, An
 def _fit_torch(name: str, train: SplitData, val: SplitData, std: Standardizer,
                cfg: TrainConfig, device: str, runlog: RunLog | None) -> FitResult:
     import torch
-    import torch.nn.functional as F
 
     from rightsize.probes.adamw import FusedAdamW
     from rightsize.probes.models import arch_of, build_model
@@ -174,11 +173,8 @@ def _fit_torch(name: str, train: SplitData, val: SplitData, std: Standardizer,
             batch = {key: t[idx] for key, t in tr.items()}
             if p_drop > 0:
                 batch = _modality_dropout(batch, p_drop, gen)
-            loss = F.mse_loss(model.forward_encoded(**batch), y[idx])
-            opt.zero_grad()
-            loss.backward()
+            step_loss[k] = model.loss_backward(batch, y[idx])        # replaces every .grad
             opt.step()
-            step_loss[k] = loss.detach()
             walls.append(time.time())
         losses = step_loss.to("cpu", torch.float64)
         train_loss = float((losses * sizes).sum() / n)

@@ -1,0 +1,267 @@
+"""One training step of the fused probe with a hand-written backward pass.
+
+Autograd spends most of a small probe's step on bookkeeping: a fused step at fusion_dim 256
+issues ~1,900 aten ops, of which ~40 are the matmuls that hold the arithmetic. Here the
+MSE loss and every parameter gradient are computed as straight-line tensor code, about 150
+ops, with the same products as :meth:`CrossAttnFusedProbe.fuse_encoded` (tests hold both to
+the textbook forward, outputs and gradients).
+
+Notation (one batch): ``b`` rows, ``c`` clips, ``r`` ranks, ``d`` fusion_dim, ``H`` heads.
+Every token is affine in its coordinates: clip ``e = c_e A_e^T + beta_e``, ECG
+``g = c_g A_g^T + beta_g`` with ``A = W_proj B`` (the projection lifted to the PCA basis).
+``X = [A^T; beta; null]`` (r+2, d) stacks a side's token basis with its null token, so each
+q/k/v weight enters one product ``X W^T`` per batch. The output projections are applied
+per head to the few basis vectors their inputs are made of (``O[h] = basis[h] W_out[:, h]^T``),
+and rows mix those ``(r+2) x d`` rows with their attention weights: fewer FLOPs than
+``W_out`` per row once ``d`` is large, the same at d=256.
+
+echo->ECG: a clip's two keys are [null, ECG], so its weight on the ECG is a sigmoid of the
+score difference ``q . (k_g - k_null)`` and its output is ``v_null + w (v_g - v_null)``
+per head. ECG->echo: a softmax over [null, clips]; its output is the weighted clip
+coordinates ``px`` mapped through the value basis.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from rightsize.probes.fused import CrossAttnFusedProbe
+from rightsize.probes.handgrad import (
+    dropout_noise,
+    gelu_backward,
+    grad_buffers,
+    layer_norm_backward,
+)
+
+
+def manual_step_applies(model: CrossAttnFusedProbe, rows: int) -> bool:
+    """True when the coordinate form is the cheaper one for a batch of ``rows`` rows.
+
+    Needs a PCA basis on both inputs (``pca_rank > 0``) and ``rows x d`` above the
+    ``d x (r+2)`` of a per-batch product: the same test :func:`fused.project` applies.
+    """
+    d = model.echo_proj.out_features
+    ranks = (model.norm_echo.rank, model.norm_ecg.rank)
+    return all(r > 0 and d * (r + 2) + rows * r < rows * d for r in ranks)
+
+
+def _heads(m: torch.Tensor, heads: int) -> torch.Tensor:
+    """(n, d) -> (n, H, dh)."""
+    return m.view(m.shape[0], heads, -1)
+
+
+def _out_composite(basis: torch.Tensor, w_out: torch.Tensor, heads: int
+                   ) -> tuple[torch.Tensor, torch.Tensor]:
+    """``O[h] = basis[:, h] @ w_out[:, h]^T`` (H, n, d) for basis (n, d), and ``w_out`` per head."""
+    d = w_out.shape[0]
+    w_h = w_out.view(d, heads, -1).transpose(0, 1)                 # (H, d, dh)
+    return torch.bmm(_heads(basis, heads).transpose(0, 1), w_h.transpose(1, 2)), w_h
+
+
+def _out_composite_backward(d_o: torch.Tensor, basis: torch.Tensor, w_h: torch.Tensor,
+                            d_w_out: torch.Tensor) -> torch.Tensor:
+    """Gradients of :func:`_out_composite`: returns d basis (n, d), writes d w_out (d, d)."""
+    heads, n, d = d_o.shape
+    b_h = _heads(basis, heads).transpose(0, 1)                      # (H, n, dh)
+    torch.bmm(d_o.transpose(1, 2), b_h, out=d_w_out.view(d, heads, -1).transpose(0, 1))
+    return torch.bmm(d_o, w_h).transpose(0, 1).reshape(n, d)
+
+
+def fused_loss_backward(model: CrossAttnFusedProbe, echo: torch.Tensor,
+                        clip_mask: torch.Tensor, ecg: torch.Tensor, has_ecg: torch.Tensor,
+                        y: torch.Tensor) -> torch.Tensor:
+    """MSE of ``model.forward_encoded(...)`` against ``y``; each ``.grad`` set to its gradient.
+
+    Inputs are :meth:`CrossAttnFusedProbe.encode` output (clip coordinates (b, c, r_e),
+    ECG coordinates (b, r_g)). Head dropout draws its mask exactly as ``nn.Dropout`` does
+    in train mode. The gradients are written into the existing ``.grad`` tensors (allocated
+    on the first call): the weight-gradient products write straight into them, and
+    reusing the same memory every step keeps a fresh ``d x d`` buffer's page faults out
+    of the loop. Returns the loss (0-d, no graph).
+    """
+    grads = grad_buffers(model)
+    with torch.no_grad():
+        return _loss_and_grads(model, echo, clip_mask, ecg, has_ecg, y, grads)
+
+
+def _loss_and_grads(m: CrossAttnFusedProbe, echo: torch.Tensor, clip_mask: torch.Tensor,
+                    ecg: torch.Tensor, has_ecg: torch.Tensor, y: torch.Tensor,
+                    gr: dict[str, torch.Tensor]) -> torch.Tensor:
+    """The loss; each parameter's gradient written into ``gr[name]`` (same shape)."""
+    b, c = clip_mask.shape
+    e2g, g2e, head = m.echo_to_ecg, m.ecg_to_echo, m.head
+    heads, d = e2g.heads, m.echo_proj.out_features
+    dh, dt = d // heads, echo.dtype
+    scale = 1.0 / math.sqrt(dh)
+    r_e, r_g = m.norm_echo.rank, m.norm_ecg.rank
+    eps1, eps2 = m.ln_echo.eps, m.ln_ecg.eps
+
+    # ---- forward -------------------------------------------------------------------------
+    me = clip_mask.to(dt)                                                   # (b, c)
+    c_e = echo * me.unsqueeze(-1)                                           # (b, c, r_e)
+    c_g = ecg * has_ecg.to(dt).unsqueeze(-1)                                # (b, r_g)
+    c_g1 = torch.cat([c_g, c_g.new_ones(b, 1)], dim=1)                      # (b, r_g+1)
+    x_e = torch.cat([(m.echo_proj.weight @ m.norm_echo.basis).t(),
+                     m.echo_proj.bias.view(1, d), m.echo_null.view(1, d)])  # (r_e+2, d)
+    x_g = torch.cat([(m.ecg_proj.weight @ m.norm_ecg.basis).t(),
+                     m.ecg_proj.bias.view(1, d), m.ecg_null.view(1, d)])    # (r_g+2, d)
+    p_k = x_g @ e2g.k.weight.t()                                            # (r_g+2, d)
+    p_v = x_g @ e2g.v.weight.t()
+    p_q = x_g[:r_g + 1] @ g2e.q.weight.t()                                  # (r_g+1, d)
+    q_e = x_e[:r_e + 1] @ e2g.q.weight.t()                                  # (r_e+1, d)
+    k_e = x_e @ g2e.k.weight.t()                                            # (r_e+2, d)
+    v_e = x_e @ g2e.v.weight.t()
+    e = torch.matmul(c_e, x_e[:r_e]) + x_e[r_e]                             # (b, c, d)
+    g = torch.addmm(x_g[r_g], c_g, x_g[:r_g])                               # (b, d)
+
+    # echo -> [null, ECG]: the k bias cancels in k_g - k_null
+    dk = torch.addmm(p_k[r_g] - p_k[r_g + 1], c_g, p_k[:r_g]) * scale        # (b, d)
+    dk_h = _heads(dk, heads)
+    q_r, qb1 = _heads(q_e[:r_e], heads), (q_e[r_e] + e2g.q.bias).view(heads, dh)
+    t = torch.einsum("bhk,rhk->bhr", dk_h, q_r)                             # (b, H, r_e)
+    diff = torch.bmm(c_e, t.transpose(1, 2)) + (dk_h * qb1).sum(-1).unsqueeze(1)  # (b, c, H)
+    w = torch.sigmoid(diff) * has_ecg.to(dt).view(b, 1, 1)                  # weight on the ECG
+    # value basis: v_g - v_null = c_g1 @ basis1[:r_g+1]; v_null = basis1[r_g+1]
+    basis1 = torch.cat([p_v[:r_g], (p_v[r_g] - p_v[r_g + 1]).view(1, d),
+                        (p_v[r_g + 1] + e2g.v.bias).view(1, d)])           # (r_g+2, d)
+    o1, wo1_h = _out_composite(basis1, e2g.out.weight, heads)              # (H, r_g+2, d)
+    u1 = (c_g1 @ o1[:, :r_g + 1].transpose(0, 1).reshape(r_g + 1, heads * d)
+          ).view(b, heads, d)                                               # out(diff_v) per head
+    att_e = torch.bmm(w, u1) + (o1[:, r_g + 1].sum(0) + e2g.out.bias)       # (b, c, d)
+    y_e = e + att_e
+    ln_e, mu1, rs1 = torch.native_layer_norm(y_e, (d,), m.ln_echo.weight, m.ln_echo.bias, eps1)
+    cnt = me.sum(1).clamp(min=1).unsqueeze(-1)                              # (b, 1)
+    pooled = torch.bmm(me.unsqueeze(1), ln_e).squeeze(1) / cnt              # (b, d)
+
+    # ECG -> [null, clips]
+    qg = torch.addmm(p_q[r_g] + g2e.q.bias, c_g, p_q[:r_g]) * scale         # (b, d)
+    qg_h = _heads(qg, heads)
+    k_r = _heads(k_e[:r_e], heads)
+    kb, kn = (k_e[r_e] + g2e.k.bias).view(heads, dh), (k_e[r_e + 1] + g2e.k.bias).view(heads, dh)
+    u = torch.einsum("bhk,rhk->bhr", qg_h, k_r)                             # (b, H, r_e)
+    s_clip = torch.bmm(u, c_e.transpose(1, 2)) + (qg_h * kb).sum(-1, keepdim=True)
+    s_null = (qg_h * kn).sum(-1, keepdim=True)                              # (b, H, 1)
+    s_clip = s_clip.masked_fill(~clip_mask.unsqueeze(1), float("-inf"))
+    wg = torch.softmax(torch.cat([s_null, s_clip], dim=-1), dim=-1)         # (b, H, 1+c)
+    px = torch.bmm(wg[..., 1:], c_e)                                        # (b, H, r_e)
+    # output = vb + px @ V_r + w0 (vn - vb) per head, vb/vn the clip bias / null values
+    basis2 = torch.cat([v_e[:r_e], (v_e[r_e + 1] - v_e[r_e]).view(1, d),
+                        (v_e[r_e] + g2e.v.bias).view(1, d)])               # (r_e+2, d)
+    o2, wo2_h = _out_composite(basis2, g2e.out.weight, heads)              # (H, r_e+2, d)
+    kappa = torch.cat([px, wg[..., :1]], dim=-1).reshape(b, heads * (r_e + 1))
+    o2_flat = o2[:, :r_e + 1].reshape(heads * (r_e + 1), d)
+    y_g = g + torch.addmm(o2[:, r_e + 1].sum(0) + g2e.out.bias, kappa, o2_flat)
+    ln_g, mu2, rs2 = torch.native_layer_norm(y_g, (d,), m.ln_ecg.weight, m.ln_ecg.bias, eps2)
+
+    # head: Linear -> GELU -> Dropout -> Linear
+    lin1, drop, lin2 = head[0], head[2], head[3]
+    z = torch.cat([pooled, ln_g], dim=1)                                    # (b, 2d)
+    h1 = torch.addmm(lin1.bias, z, lin1.weight.t())
+    a = torch.nn.functional.gelu(h1)
+    noise = dropout_noise(drop, a)
+    if noise is not None:
+        a = a * noise
+    out = torch.addmm(lin2.bias, a, lin2.weight.t()).squeeze(-1)             # (b,)
+    err = out - y
+    loss = (err * err).mean()
+
+    # ---- backward ------------------------------------------------------------------------
+    d_out = (2.0 / b) * err                                                 # (b,)
+    torch.mm(d_out.view(1, b), a, out=gr["head.3.weight"])
+    gr["head.3.bias"].copy_(d_out.sum().view(1))
+    d_a = d_out.unsqueeze(1) * lin2.weight                                  # (b, hidden)
+    if noise is not None:
+        d_a = d_a * noise
+    d_h1 = gelu_backward(d_a, h1)
+    torch.mm(d_h1.t(), z, out=gr["head.0.weight"])
+    torch.sum(d_h1, 0, out=gr["head.0.bias"])
+    d_z = d_h1 @ lin1.weight                                                # (b, 2d)
+
+    # ECG side: layer norm, output composite, softmax, scores
+    d_yg, d_w2, d_b2 = layer_norm_backward(
+        d_z[:, d:].contiguous(), y_g, (d,), mu2, rs2, m.ln_ecg.weight, m.ln_ecg.bias,
+        [True, True, True])
+    gr["ln_ecg.weight"].copy_(d_w2)
+    gr["ln_ecg.bias"].copy_(d_b2)
+    torch.sum(d_yg, 0, out=gr["ecg_to_echo.out.bias"])
+    d_kappa = (d_yg @ o2_flat.t()).view(b, heads, r_e + 1)
+    d_o2 = torch.empty_like(o2)
+    d_o2[:, :r_e + 1] = (kappa.t() @ d_yg).view(heads, r_e + 1, d)
+    d_o2[:, r_e + 1] = gr["ecg_to_echo.out.bias"]
+    d_basis2 = _out_composite_backward(d_o2, basis2, wo2_h, gr["ecg_to_echo.out.weight"])
+    d_ve = torch.empty_like(v_e)
+    d_ve[:r_e] = d_basis2[:r_e]
+    d_ve[r_e] = d_basis2[r_e + 1] - d_basis2[r_e]
+    d_ve[r_e + 1] = d_basis2[r_e]
+    gr["ecg_to_echo.v.bias"].copy_(d_basis2[r_e + 1])
+    d_px, d_w0 = d_kappa[..., :r_e], d_kappa[..., r_e:]
+    d_wg = torch.cat([d_w0, torch.bmm(d_px, c_e.transpose(1, 2))], dim=-1)  # (b, H, 1+c)
+    d_s = wg * (d_wg - (d_wg * wg).sum(-1, keepdim=True))
+    d_snull, d_sclip = d_s[..., :1], d_s[..., 1:]
+    d_u = torch.bmm(d_sclip, c_e)                                           # (b, H, r_e)
+    d_sum = d_sclip.sum(-1, keepdim=True)
+    d_qg = (d_snull * kn + d_sum * kb + torch.einsum("bhr,rhk->bhk", d_u, k_r)).view(b, d)
+    d_kb = (d_sum * qg_h).sum(0)                                            # (H, dh)
+    d_kn = (d_snull * qg_h).sum(0)
+    d_ke = torch.cat([torch.einsum("bhr,bhk->rhk", d_u, qg_h).reshape(r_e, d),
+                      d_kb.view(1, d), d_kn.view(1, d)])
+    gr["ecg_to_echo.k.bias"].copy_((d_kb + d_kn).view(d))
+    d_qg = d_qg * scale
+    torch.sum(d_qg, 0, out=gr["ecg_to_echo.q.bias"])
+    d_pq = torch.cat([c_g.t() @ d_qg, gr["ecg_to_echo.q.bias"].view(1, d)])  # (r_g+1, d)
+
+    # echo side: mean over clips, layer norm, output composite, sigmoid, scores
+    d_ln_e = (me / cnt).unsqueeze(-1) * d_z[:, :d].unsqueeze(1)             # (b, c, d)
+    d_ye, d_w1, d_b1 = layer_norm_backward(
+        d_ln_e, y_e, (d,), mu1, rs1, m.ln_echo.weight, m.ln_echo.bias, [True, True, True])
+    gr["ln_echo.weight"].copy_(d_w1)
+    gr["ln_echo.bias"].copy_(d_b1)
+    torch.sum(d_ye, (0, 1), out=gr["echo_to_ecg.out.bias"])
+    d_w = torch.bmm(d_ye, u1.transpose(1, 2))                               # (b, c, H)
+    d_u1 = torch.bmm(w.transpose(1, 2), d_ye).view(b, heads * d)            # (b, H*d)
+    d_o1 = torch.empty_like(o1)
+    d_o1[:, :r_g + 1] = (c_g1.t() @ d_u1).view(r_g + 1, heads, d).transpose(0, 1)
+    d_o1[:, r_g + 1] = gr["echo_to_ecg.out.bias"]
+    d_basis1 = _out_composite_backward(d_o1, basis1, wo1_h, gr["echo_to_ecg.out.weight"])
+    d_pv = torch.empty_like(p_v)
+    d_pv[:r_g + 1] = d_basis1[:r_g + 1]
+    d_pv[r_g + 1] = d_basis1[r_g + 1] - d_basis1[r_g]
+    gr["echo_to_ecg.v.bias"].copy_(d_basis1[r_g + 1])
+    d_diff = d_w * w * (1 - w)
+    d_t = torch.bmm(d_diff.transpose(1, 2), c_e)                            # (b, H, r_e)
+    d_sum1 = d_diff.sum(1).unsqueeze(-1)                                    # (b, H, 1)
+    d_dk = (d_sum1 * qb1 + torch.einsum("bhr,rhk->bhk", d_t, q_r)).view(b, d) * scale
+    d_qb1 = (d_sum1 * dk_h).sum(0).view(1, d)
+    d_qe = torch.cat([torch.einsum("bhr,bhk->rhk", d_t, dk_h).reshape(r_e, d), d_qb1])
+    gr["echo_to_ecg.q.bias"].copy_(d_qb1.view(d))
+    d_pk_r = d_dk.sum(0).view(1, d)
+    d_pk = torch.cat([c_g.t() @ d_dk, d_pk_r, -d_pk_r])
+    gr["echo_to_ecg.k.bias"].zero_()                             # cancels in k_g - k_null
+
+    # q/k/v weights and the token bases (residual streams included)
+    torch.mm(d_pk.t(), x_g, out=gr["echo_to_ecg.k.weight"])
+    torch.mm(d_pv.t(), x_g, out=gr["echo_to_ecg.v.weight"])
+    torch.mm(d_pq.t(), x_g[:r_g + 1], out=gr["ecg_to_echo.q.weight"])
+    torch.mm(d_qe.t(), x_e[:r_e + 1], out=gr["echo_to_ecg.q.weight"])
+    torch.mm(d_ke.t(), x_e, out=gr["ecg_to_echo.k.weight"])
+    torch.mm(d_ve.t(), x_e, out=gr["ecg_to_echo.v.weight"])
+    d_xg = d_pk @ e2g.k.weight
+    torch.addmm(d_xg, d_pv, e2g.v.weight, out=d_xg)
+    torch.addmm(d_xg[:r_g + 1], d_pq, g2e.q.weight, out=d_xg[:r_g + 1])
+    torch.addmm(d_xg[:r_g], c_g.t(), d_yg, out=d_xg[:r_g])
+    d_xg[r_g] += d_yg.sum(0)
+    d_xe = d_ke @ g2e.k.weight
+    torch.addmm(d_xe, d_ve, g2e.v.weight, out=d_xe)
+    torch.addmm(d_xe[:r_e + 1], d_qe, e2g.q.weight, out=d_xe[:r_e + 1])
+    d_xe_r = d_xe[:r_e]
+    torch.addmm(d_xe_r, c_e.reshape(b * c, r_e).t(), d_ye.reshape(b * c, d), out=d_xe_r)
+    d_xe[r_e] += d_ye.sum((0, 1))
+    torch.mm(d_xe[:r_e].t(), m.norm_echo.basis.t(), out=gr["echo_proj.weight"])
+    gr["echo_proj.bias"].copy_(d_xe[r_e])
+    gr["echo_null"].copy_(d_xe[r_e + 1].view(1, 1, d))
+    torch.mm(d_xg[:r_g].t(), m.norm_ecg.basis.t(), out=gr["ecg_proj.weight"])
+    gr["ecg_proj.bias"].copy_(d_xg[r_g])
+    gr["ecg_null"].copy_(d_xg[r_g + 1].view(1, 1, d))
+    return loss

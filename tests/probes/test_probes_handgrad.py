@@ -1,0 +1,72 @@
+"""Hand-written training steps equal autograd through the textbook forward.
+
+``loss_backward`` is what the training loop calls: the concat and fused probes compute
+their gradients by hand (``ConcatMLPProbe.loss_backward``, :mod:`rightsize.probes.fused_step`).
+Held here, in float64 and in train mode with head dropout on, to autograd of the MSE of
+:func:`reference_forward`, the same random draws, every parameter.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from rightsize.probes.fused import CrossAttnFusedProbe
+from rightsize.probes.fused_step import manual_step_applies
+from rightsize.probes.models import ConcatMLPProbe, EchoAttnProbe
+from rightsize.probes.reference import reference_forward
+
+from .test_probes_reference import DE, DG, _inputs, _model
+
+MAKERS = {
+    "echo": lambda r: EchoAttnProbe(DE, DG, pca_rank=r),
+    "concat": lambda r: ConcatMLPProbe(DE, DG, hidden=16, dropout=0.3, pca_rank=r),
+    "fused": lambda r: CrossAttnFusedProbe(DE, DG, fusion_dim=16, heads=4, hidden=16,
+                                           dropout=0.3, pca_rank=r),
+}
+
+
+def _reference_grads(model, x, y, seed):
+    torch.manual_seed(seed)
+    loss = torch.nn.functional.mse_loss(reference_forward(model, *x), y)
+    return loss, torch.autograd.grad(loss, list(model.parameters()))
+
+
+@pytest.mark.parametrize("name", sorted(MAKERS))
+@pytest.mark.parametrize("rank, rows", [(0, 7), (8, 7), (8, 42), (8, 84)])
+@pytest.mark.parametrize("clips", [1, 5])
+@pytest.mark.parametrize("train", [True, False])
+def test_loss_backward_equals_autograd_of_the_textbook_forward(name, rank, rows, clips, train):
+    model = _model(MAKERS[name], rank)
+    model.train(train)
+    x = _inputs(clips, rows)
+    y = torch.linspace(-2, 2, rows, dtype=torch.float64)
+    enc = model.encode(*x)
+    ref_loss, ref_grads = _reference_grads(model, x, y, seed=3)
+    for _ in range(2):                       # the second call replaces, not adds
+        torch.manual_seed(3)
+        loss = model.loss_backward(enc, y)
+        assert loss.grad_fn is None
+        torch.testing.assert_close(loss, ref_loss.detach(), rtol=1e-12, atol=0)
+        for (pname, p), g in zip(model.named_parameters(), ref_grads, strict=True):
+            torch.testing.assert_close(p.grad, g, rtol=1e-9, atol=1e-11, msg=pname)
+
+
+def test_the_fused_hand_written_step_is_the_one_tested():
+    model = _model(MAKERS["fused"], 8)
+    assert manual_step_applies(model, 42) and manual_step_applies(model, 84)
+    assert not manual_step_applies(model, 7)                   # falls back to autograd
+    assert not manual_step_applies(_model(MAKERS["fused"], 0), 84)
+
+
+def test_hand_written_dropout_is_live_in_train_mode():
+    model = _model(MAKERS["fused"], 8)
+    x, y = _inputs(5, 42), torch.zeros(42, dtype=torch.float64)
+    enc = model.encode(*x)
+    losses = []
+    for seed in (1, 2):
+        torch.manual_seed(seed)
+        losses.append(model.loss_backward(enc, y))
+    assert losses[0] != losses[1]
+    model.eval()
+    assert model.loss_backward(enc, y) == model.loss_backward(enc, y)
