@@ -123,7 +123,7 @@ def train_torch(name: str, train: Any, val: Any, std: Any, cfg: Any) -> tuple[An
     torch.manual_seed(cfg.seed)
     arch = arch_of(name, cfg, train.echo.shape[-1], train.ecg.shape[-1])
     probe = build_model(arch)
-    probe.set_moments(Moments.fit(train, cfg.pca_rank))
+    probe.set_moments(Moments.fit(train, cfg.pca_rank, ecg=name != "echo"))
     model = ReferenceModel(probe)           # forward = the textbook computation
     p_drop = cfg.fused.modality_dropout if name == "fused" else 0.0
     train_loader = DataLoader(_row_dataset(train, std.forward(train.lvef), p_drop, cfg.seed),
@@ -243,6 +243,7 @@ def run(manifest: str, probe: str, fusion_dim: int, threads: int,
             "best_epoch": info["best_epoch"], "steps": info["steps"],
             "n_train": len(train), "n_val": len(val), "n_test": len(test),
             "test_mae": mae, "test_auroc": auc, **{f"test_{k}": v for k, v in ci.items()},
+            "test_pred": [float(x) for x in pred],
             "load_avg_1min": os.getloadavg()[0]}
 
 

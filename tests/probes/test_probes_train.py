@@ -107,3 +107,14 @@ def test_event_file_read_by_tensorboard(fits, cohort, train_cfg, name):
     assert [e.step for e in val] == [per_epoch * k for k in range(1, fit.epochs + 1)]
     np.testing.assert_allclose([e.value for e in val], fit.val_loss, rtol=1e-6)
     np.testing.assert_allclose([e.value for e in epoch], fit.train_loss, rtol=1e-6)
+
+
+def test_moments_without_ecg_keep_the_echo_moments_and_neutral_ecg():
+    from rightsize.probes.data import Moments, split_data
+
+    train = split_data(make_cohort(n=300, splits=(200, 40, 60)), "train")
+    full, echo_only = Moments.fit(train, 8), Moments.fit(train, 8, ecg=False)
+    for name in ("echo_mean", "echo_sd", "echo_basis"):
+        np.testing.assert_array_equal(getattr(echo_only, name), getattr(full, name))
+    assert echo_only.ecg_basis is None and full.ecg_basis.shape == (48, 8)
+    assert not echo_only.ecg_mean.any() and (echo_only.ecg_sd == 1).all()

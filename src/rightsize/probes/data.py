@@ -123,12 +123,16 @@ class Moments:
     ecg_basis: np.ndarray | None = None    # (ecg_dim, rank) float32
 
     @classmethod
-    def fit(cls, data: SplitData, rank: int = 0) -> Moments:
-        """Moments over present clips / present ECGs (zeros and ones when none present)."""
-        clips = data.echo[data.clip_mask]
-        ecgs = data.ecg[data.has_ecg]
-        em, es, eb = _moments(clips, data.echo.shape[-1], rank)
-        gm, gs, gb = _moments(ecgs, data.ecg.shape[-1], rank)
+    def fit(cls, data: SplitData, rank: int = 0, ecg: bool = True) -> Moments:
+        """Moments over present clips / present ECGs (zeros and ones when none present).
+
+        ``ecg=False`` skips the ECG (zeros, ones, no basis) for a probe that never reads it.
+        """
+        em, es, eb = _moments(data.echo[data.clip_mask], data.echo.shape[-1], rank)
+        if not ecg:
+            dim = data.ecg.shape[-1]
+            return cls(em, es, np.zeros(dim, np.float32), np.ones(dim, np.float32), eb, None)
+        gm, gs, gb = _moments(data.ecg[data.has_ecg], data.ecg.shape[-1], rank)
         return cls(em, es, gm, gs, eb, gb)
 
 

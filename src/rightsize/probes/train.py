@@ -142,7 +142,7 @@ def _fit_torch(name: str, train: SplitData, val: SplitData, std: Standardizer,
 
     arch = arch_of(name, cfg, train.echo.shape[-1], train.ecg.shape[-1])
     model = build_model(arch)
-    model.set_moments(Moments.fit(train, cfg.pca_rank))
+    model.set_moments(Moments.fit(train, cfg.pca_rank, ecg=name != "echo"))  # echo: no ECG
     model.to(device)
     gen = torch.Generator().manual_seed(cfg.seed)
     p_drop = cfg.fused.modality_dropout if name == "fused" else 0.0
