@@ -3,8 +3,9 @@
 Three counts per probe and fit, every clip slot (padding included) counted:
 
 * **ours, executed**: what the engine runs, counted by torch's ``FlopCounterMode``. A
-  training step is ``forward_encoded`` on an already encoded batch plus the backward pass
-  (the engine encodes each split once, outside the loop, so ``encode`` is not counted),
+  training step is the probe's ``loss_backward`` on an already encoded batch (autograd
+  for echo, the hand-written backward passes for concat and fused; the engine encodes
+  each split once, outside the loop, so ``encode`` is not counted),
   at the engine's batch size; the per-epoch validation forward is one eval
   ``forward_encoded`` per ``PREDICT_BATCH`` chunk. The fused probe forms some products
   once per batch (projection weights composed with the PCA lift, null-token keys and
@@ -88,14 +89,18 @@ def _counted(fn: Any) -> float:
 
 
 def _train_step(model: Any, inputs: dict[str, Any], encoded: bool) -> float:
-    """FLOPs of one training step (forward + backward of the MSE loss)."""
+    """FLOPs of one training step (forward + backward of the MSE loss).
+
+    Ours (``encoded``): the probe's ``loss_backward``, as the training loop calls it.
+    """
     import torch
     import torch.nn.functional as F
 
     model.train()
     y = torch.zeros(inputs["has_ecg"].shape[0])
-    run = model.forward_encoded if encoded else model
-    return _counted(lambda: F.mse_loss(run(**inputs), y).backward())
+    if encoded:
+        return _counted(lambda: model.loss_backward(inputs, y))
+    return _counted(lambda: F.mse_loss(model(**inputs), y).backward())
 
 
 def _forward(model: Any, inputs: dict[str, Any], encoded: bool) -> float:
@@ -118,7 +123,6 @@ def _encode(probe: Any, raw: dict[str, Any]) -> dict[str, Any]:
 def step_shapes(probe: Any, inputs: dict[str, Any]) -> list[list[int]]:
     """``[m, k, n, flops]`` of every ``mm``/``addmm`` in ours' training step, largest first."""
     import torch
-    import torch.nn.functional as F
     from torch.utils._python_dispatch import TorchDispatchMode
 
     aten = torch.ops.aten
@@ -127,8 +131,9 @@ def step_shapes(probe: Any, inputs: dict[str, Any]) -> list[list[int]]:
     class Shapes(TorchDispatchMode):
         def __torch_dispatch__(self, func: Any, types: Any, args: Any = (),
                                kwargs: Any = None) -> Any:
-            if func in (aten.mm.default, aten.addmm.default):
-                a, b = args[-2:] if func is aten.mm.default else args[1:3]
+            packet = func._overloadpacket        # mm/addmm, with or without out=
+            if packet in (aten.mm, aten.addmm):
+                a, b = args[:2] if packet is aten.mm else args[1:3]
                 key = (int(a.shape[0]), int(a.shape[1]), int(b.shape[1]))
                 shapes[key] = shapes.get(key, 0) + 2 * key[0] * key[1] * key[2]
             return func(*args, **(kwargs or {}))
@@ -136,7 +141,7 @@ def step_shapes(probe: Any, inputs: dict[str, Any]) -> list[list[int]]:
     probe.train()
     y = torch.zeros(inputs["has_ecg"].shape[0])
     with Shapes():
-        F.mse_loss(probe.forward_encoded(**inputs), y).backward()
+        probe.loss_backward(inputs, y)
     return sorted(([*k, v] for k, v in shapes.items()), key=lambda r: -r[3])
 
 

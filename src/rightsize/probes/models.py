@@ -11,6 +11,8 @@ Each forward pass is split in two (:class:`ProbeModule`): ``encode`` applies the
 buffers (normalization, PCA projection, presence masks) and ``forward_encoded`` the trained
 layers, which read the rank-``pca_rank`` coordinates. The training loop encodes each split
 once and batches the small coordinate tensors; ``forward`` = ``forward_encoded(encode(.))``.
+A training step is ``loss_backward`` (MSE and every ``.grad``): autograd for the echo probe,
+hand-written for concat (below) and fused (:mod:`rightsize.probes.fused_step`).
 :mod:`rightsize.probes.reference` computes the same functions the textbook way (the
 tests hold the two to each other, outputs and gradients).
 
