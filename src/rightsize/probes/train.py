@@ -186,7 +186,10 @@ def _fit_torch(name: str, train: SplitData, val: SplitData, std: Standardizer,
                          time.time())
         step += n_steps
         if val_loss < best[0]:
-            state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+            # copied into the same tensors each time: no fresh 43 MB per improvement at d=1024
+            state = best[2] or {k: torch.empty_like(v) for k, v in model.state_dict().items()}
+            for k, v in model.state_dict().items():
+                state[k].copy_(v)
             best = (val_loss, epoch, state)
         log.debug("%s epoch %d train %.4f val %.4f", name, epoch, train_loss, val_loss)
     if best[2] is None:
