@@ -64,7 +64,8 @@ class ProbeModule(nn.Module):
         """MSE of :meth:`forward_encoded` on ``batch`` against ``y``; each parameter's
         ``.grad`` replaced by its gradient. Returns the loss without its graph.
 
-        Autograd here; the fused probe overrides it with a hand-written backward pass.
+        Autograd here (the echo probe); concat and fused override it with hand-written
+        backward passes.
         """
         for p in self.parameters():
             p.grad = None
