@@ -58,6 +58,17 @@ class CrossAttention(nn.Module):
             self.out.bias.zero_()
 
 
+def per_batch_cheaper(width: int, rank: int, rows: int, extra: int = 2) -> bool:
+    """True when a layer on ``width``-wide tokens of rank ``rank`` is cheaper applied per batch.
+
+    Per output unit: composing the layer with the token basis once per batch costs
+    ``width x (rank + extra)`` (``extra`` = bias and null rows) plus ``rows x rank`` to apply
+    it, against ``rows x width`` for the layer on full-width rows. The one test behind
+    :func:`project`, the clip-side coordinates and :mod:`rightsize.probes.fused_step`.
+    """
+    return width * (rank + extra) + rows * rank < rows * width
+
+
 def affine_map(lin: nn.Linear, a_w: torch.Tensor, a_b: torch.Tensor,
                null: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
     """``(M, m, lin(null))`` with ``lin(F.linear(c, a_w, a_b)) = F.linear(c, M, m)``.
@@ -86,7 +97,7 @@ def project(lin: nn.Linear, c: torch.Tensor, a_w: torch.Tensor, a_b: torch.Tenso
     """
     rows, (out_dim, mid), rank = c.numel() // c.shape[-1], lin.weight.shape, a_w.shape[1]
     extra = 1 if null is None else 2
-    if out_dim * mid * (rank + extra) + rows * out_dim * rank < rows * out_dim * mid:
+    if per_batch_cheaper(mid, rank, rows, extra):
         m_w, m_b, out_null = affine_map(lin, a_w, a_b, null)
         return F.linear(c, m_w, m_b), out_null
     flat = x.reshape(rows, mid)
@@ -193,7 +204,7 @@ class CrossAttnFusedProbe(ProbeModule):
         # (M, m) of the clip coordinates x_e, and the attention contracts x_e with per-row,
         # per-head vectors (M_h^T q) instead. x_e is c_e (rank r) when that is cheaper, else e.
         n_e, n_g = self.echo_null.view(1, d), self.ecg_null.view(1, d)
-        in_coords = d * (a_e.shape[1] + 2) + b * a_e.shape[1] < b * d
+        in_coords = per_batch_cheaper(d, a_e.shape[1], b)
         x_e = c_e if in_coords else e
 
         def clip_map(lin: nn.Linear, null: torch.Tensor | None = None

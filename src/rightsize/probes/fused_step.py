@@ -29,7 +29,7 @@ import math
 
 import torch
 
-from rightsize.probes.fused import CrossAttnFusedProbe
+from rightsize.probes.fused import CrossAttnFusedProbe, per_batch_cheaper
 from rightsize.probes.handgrad import (
     dropout_noise,
     gelu_backward,
@@ -41,12 +41,12 @@ from rightsize.probes.handgrad import (
 def manual_step_applies(model: CrossAttnFusedProbe, rows: int) -> bool:
     """True when the coordinate form is the cheaper one for a batch of ``rows`` rows.
 
-    Needs a PCA basis on both inputs (``pca_rank > 0``) and ``rows x d`` above the
-    ``d x (r+2)`` of a per-batch product: the same test :func:`fused.project` applies.
+    Needs a PCA basis on both inputs (``pca_rank > 0``) and :func:`per_batch_cheaper` for
+    both, the test :func:`fused.project` applies.
     """
     d = model.echo_proj.out_features
     ranks = (model.norm_echo.rank, model.norm_ecg.rank)
-    return all(r > 0 and d * (r + 2) + rows * r < rows * d for r in ranks)
+    return all(r > 0 and per_batch_cheaper(d, r, rows) for r in ranks)
 
 
 def _heads(m: torch.Tensor, heads: int) -> torch.Tensor:
