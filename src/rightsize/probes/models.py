@@ -142,25 +142,27 @@ class ConcatMLPProbe(ProbeModule):
     def forward_encoded(self, echo: torch.Tensor, clip_mask: torch.Tensor, ecg: torch.Tensor,
                         has_ecg: torch.Tensor) -> torch.Tensor:
         """First layer split by input block and applied in the low-rank coordinates."""
+        return self.mlp[1:](self._first_layer(echo, clip_mask, ecg, has_ecg)[2]).squeeze(-1)
+
+    def _first_layer(self, echo: torch.Tensor, clip_mask: torch.Tensor, ecg: torch.Tensor,
+                     has_ecg: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``(x_e, x_g, h)``: the pooled echo and masked ECG coordinates and the first layer."""
         first = self.mlp[0]
         de = self.norm_echo.mean.shape[0]
-        pooled = masked_mean(echo, clip_mask)
-        g = ecg * has_ecg.unsqueeze(-1).to(ecg.dtype)
-        h = (nn.functional.linear(pooled, self.norm_echo.lift(first.weight[:, :de]))
-             + nn.functional.linear(g, self.norm_ecg.lift(first.weight[:, de:]), first.bias))
-        return self.mlp[1:](h).squeeze(-1)
+        x_e = masked_mean(echo, clip_mask)
+        x_g = ecg * has_ecg.unsqueeze(-1).to(ecg.dtype)
+        h = (nn.functional.linear(x_e, self.norm_echo.lift(first.weight[:, :de]))
+             + nn.functional.linear(x_g, self.norm_ecg.lift(first.weight[:, de:]), first.bias))
+        return x_e, x_g, h
 
     def loss_backward(self, batch: Batch, y: torch.Tensor) -> torch.Tensor:
         """:meth:`ProbeModule.loss_backward` by hand: the first layer's gradient is written
         block by block (``dA B^T`` per input) straight into its ``.grad``."""
-        first, drop, last = self.mlp[0], self.mlp[2], self.mlp[3]
+        drop, last = self.mlp[2], self.mlp[3]
         de = self.norm_echo.mean.shape[0]
         grads = grad_buffers(self)
         with torch.no_grad():
-            x_e = masked_mean(batch["echo"], batch["clip_mask"])                  # (B, r_e)
-            x_g = batch["ecg"] * batch["has_ecg"].unsqueeze(-1).to(x_e.dtype)     # (B, r_g)
-            h = torch.addmm(first.bias, x_g, self.norm_ecg.lift(first.weight[:, de:]).t())
-            torch.addmm(h, x_e, self.norm_echo.lift(first.weight[:, :de]).t(), out=h)
+            x_e, x_g, h = self._first_layer(**batch)
             a = nn.functional.gelu(h)
             noise = dropout_noise(drop, a)
             if noise is not None:
