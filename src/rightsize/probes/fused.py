@@ -32,6 +32,7 @@ from torch.nn.utils import skip_init
 
 from rightsize.probes.data import Moments
 from rightsize.probes.featurenorm import FeatureNorm, masked_mean
+from rightsize.probes.gemm import linear, mm
 from rightsize.probes.models import Batch, ProbeModule
 
 F = nn.functional
@@ -80,7 +81,7 @@ def affine_map(lin: nn.Linear, a_w: torch.Tensor, a_b: torch.Tensor,
     rows = [a_w.t(), a_b.unsqueeze(0)] + ([] if null is None else [null.view(1, -1)])
     # Transposed, (r+2, mid) @ (mid, out): both backward products then have the long
     # dimension outermost, which runs 1.5-2x faster than W^T @ dM at these skinny shapes.
-    prod = torch.cat(rows) @ lin.weight.t()                                    # (r+1|2, out)
+    prod = mm(torch.cat(rows), lin.weight.t())                                 # (r+1|2, out)
     out_null = None if null is None else (prod[rank + 1] + lin.bias).view(1, -1)
     return prod[:rank].t(), prod[rank] + lin.bias, out_null
 
@@ -103,7 +104,7 @@ def project(lin: nn.Linear, c: torch.Tensor, a_w: torch.Tensor, a_b: torch.Tenso
     flat = x.reshape(rows, mid)
     if null is not None:
         flat = torch.cat([flat, null.view(1, mid)])
-    y = lin(flat)
+    y = linear(flat, lin.weight, lin.bias)
     return y[:rows].view(*x.shape[:-1], out_dim), None if null is None else y[rows:]
 
 
@@ -122,7 +123,7 @@ def mix_two_keys(w: torch.Tensor, v_null: torch.Tensor, v_key: torch.Tensor,
     diff = (v_key - v_null).view(b, heads, dh)
     if c * d <= d + c * heads:
         mixed = v_null.view(1, 1, heads, dh) + w.unsqueeze(-1) * diff.unsqueeze(1)
-        return out(mixed.reshape(b, c, d))
+        return linear(mixed.reshape(b * c, d), out.weight, out.bias).view(b, c, d)
     rows = torch.cat([diff, v_null.view(1, heads, dh)])                       # (B+1, H, dh)
     per_head = torch.einsum("bhk,ohk->bho", rows, out.weight.view(d, heads, dh))
     return per_head[b].sum(0) + out.bias + torch.bmm(w, per_head[:b])
@@ -237,7 +238,7 @@ class CrossAttnFusedProbe(ProbeModule):
         pooled_x = torch.einsum("bhc,bcr->bhr", w_g[..., 1:], x_e)             # (B, H, r)
         o_g = (w_g[..., :1] * v_null.view(heads, dh) + (1 - w_g[..., :1]) * bv.view(heads, dh)
                + torch.einsum("bhr,hkr->bhk", pooled_x, mv.view(heads, dh, -1)))
-        g2 = self.ln_ecg(g + g2e.out(o_g.reshape(b, d)))
+        g2 = self.ln_ecg(g + linear(o_g.reshape(b, d), g2e.out.weight, g2e.out.bias))
         out = self.head(torch.cat([pooled, g2], dim=1)).squeeze(-1)
         if not need_weights:
             return out, None, None

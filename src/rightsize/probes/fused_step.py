@@ -30,6 +30,7 @@ import math
 import torch
 
 from rightsize.probes.fused import CrossAttnFusedProbe, per_batch_cheaper
+from rightsize.probes.gemm import linear, mm
 from rightsize.probes.handgrad import (
     dropout_noise,
     gelu_backward,
@@ -58,17 +59,20 @@ def _out_composite(basis: torch.Tensor, w_out: torch.Tensor, heads: int
                    ) -> tuple[torch.Tensor, torch.Tensor]:
     """``O[h] = basis[:, h] @ w_out[:, h]^T`` (H, n, d) for basis (n, d), and ``w_out`` per head."""
     d = w_out.shape[0]
-    w_h = w_out.view(d, heads, -1).transpose(0, 1)                 # (H, d, dh)
-    return torch.bmm(_heads(basis, heads).transpose(0, 1), w_h.transpose(1, 2)), w_h
+    w_h = w_out.view(d, heads, -1).transpose(0, 1).contiguous()    # (H, d, dh)
+    b_h = _heads(basis, heads).transpose(0, 1).contiguous()        # (H, n, dh)
+    return torch.stack([mm(b_h[h], w_h[h].t()) for h in range(heads)]), w_h
 
 
 def _out_composite_backward(d_o: torch.Tensor, basis: torch.Tensor, w_h: torch.Tensor,
                             d_w_out: torch.Tensor) -> torch.Tensor:
     """Gradients of :func:`_out_composite`: returns d basis (n, d), writes d w_out (d, d)."""
     heads, n, d = d_o.shape
-    b_h = _heads(basis, heads).transpose(0, 1)                      # (H, n, dh)
-    torch.bmm(d_o.transpose(1, 2), b_h, out=d_w_out.view(d, heads, -1).transpose(0, 1))
-    return torch.bmm(d_o, w_h).transpose(0, 1).reshape(n, d)
+    b_h = _heads(basis, heads).transpose(0, 1).contiguous()         # (H, n, dh)
+    dw_h = d_w_out.view(d, heads, -1)
+    for h in range(heads):
+        mm(d_o[h].t(), b_h[h], out=dw_h[:, h])
+    return torch.cat([mm(d_o[h], w_h[h]) for h in range(heads)], dim=1)
 
 
 def fused_loss_backward(model: CrossAttnFusedProbe, echo: torch.Tensor,
@@ -105,21 +109,21 @@ def _loss_and_grads(m: CrossAttnFusedProbe, echo: torch.Tensor, clip_mask: torch
     c_e = echo * me.unsqueeze(-1)                                           # (b, c, r_e)
     c_g = ecg * has_ecg.to(dt).unsqueeze(-1)                                # (b, r_g)
     c_g1 = torch.cat([c_g, c_g.new_ones(b, 1)], dim=1)                      # (b, r_g+1)
-    x_e = torch.cat([(m.echo_proj.weight @ m.norm_echo.basis).t(),
+    x_e = torch.cat([mm(m.echo_proj.weight, m.norm_echo.basis).t(),
                      m.echo_proj.bias.view(1, d), m.echo_null.view(1, d)])  # (r_e+2, d)
-    x_g = torch.cat([(m.ecg_proj.weight @ m.norm_ecg.basis).t(),
+    x_g = torch.cat([mm(m.ecg_proj.weight, m.norm_ecg.basis).t(),
                      m.ecg_proj.bias.view(1, d), m.ecg_null.view(1, d)])    # (r_g+2, d)
-    p_k = x_g @ e2g.k.weight.t()                                            # (r_g+2, d)
-    p_v = x_g @ e2g.v.weight.t()
-    p_q = x_g[:r_g + 1] @ g2e.q.weight.t()                                  # (r_g+1, d)
-    q_e = x_e[:r_e + 1] @ e2g.q.weight.t()                                  # (r_e+1, d)
-    k_e = x_e @ g2e.k.weight.t()                                            # (r_e+2, d)
-    v_e = x_e @ g2e.v.weight.t()
-    e = torch.matmul(c_e, x_e[:r_e]) + x_e[r_e]                             # (b, c, d)
-    g = torch.addmm(x_g[r_g], c_g, x_g[:r_g])                               # (b, d)
+    p_k = mm(x_g, e2g.k.weight.t())                                          # (r_g+2, d)
+    p_v = mm(x_g, e2g.v.weight.t())
+    p_q = mm(x_g[:r_g + 1], g2e.q.weight.t())                                # (r_g+1, d)
+    q_e = mm(x_e[:r_e + 1], e2g.q.weight.t())                                # (r_e+1, d)
+    k_e = mm(x_e, g2e.k.weight.t())                                          # (r_e+2, d)
+    v_e = mm(x_e, g2e.v.weight.t())
+    e = linear(c_e.reshape(b * c, r_e), x_e[:r_e].t(), x_e[r_e]).view(b, c, d)
+    g = linear(c_g, x_g[:r_g].t(), x_g[r_g])                                # (b, d)
 
     # echo -> [null, ECG]: the k bias cancels in k_g - k_null
-    dk = torch.addmm(p_k[r_g] - p_k[r_g + 1], c_g, p_k[:r_g]) * scale        # (b, d)
+    dk = linear(c_g, p_k[:r_g].t(), p_k[r_g] - p_k[r_g + 1]) * scale         # (b, d)
     dk_h = _heads(dk, heads)
     q_r, qb1 = _heads(q_e[:r_e], heads), (q_e[r_e] + e2g.q.bias).view(heads, dh)
     t = torch.einsum("bhk,rhk->bhr", dk_h, q_r)                             # (b, H, r_e)
@@ -129,8 +133,8 @@ def _loss_and_grads(m: CrossAttnFusedProbe, echo: torch.Tensor, clip_mask: torch
     basis1 = torch.cat([p_v[:r_g], (p_v[r_g] - p_v[r_g + 1]).view(1, d),
                         (p_v[r_g + 1] + e2g.v.bias).view(1, d)])           # (r_g+2, d)
     o1, wo1_h = _out_composite(basis1, e2g.out.weight, heads)              # (H, r_g+2, d)
-    u1 = (c_g1 @ o1[:, :r_g + 1].transpose(0, 1).reshape(r_g + 1, heads * d)
-          ).view(b, heads, d)                                               # out(diff_v) per head
+    u1 = mm(c_g1, o1[:, :r_g + 1].transpose(0, 1).reshape(r_g + 1, heads * d)
+            ).view(b, heads, d)                                               # out(diff_v) per head
     att_e = torch.bmm(w, u1) + (o1[:, r_g + 1].sum(0) + e2g.out.bias)       # (b, c, d)
     y_e = e + att_e
     ln_e, mu1, rs1 = torch.native_layer_norm(y_e, (d,), m.ln_echo.weight, m.ln_echo.bias, eps1)
@@ -138,7 +142,7 @@ def _loss_and_grads(m: CrossAttnFusedProbe, echo: torch.Tensor, clip_mask: torch
     pooled = torch.bmm(me.unsqueeze(1), ln_e).squeeze(1) / cnt              # (b, d)
 
     # ECG -> [null, clips]
-    qg = torch.addmm(p_q[r_g] + g2e.q.bias, c_g, p_q[:r_g]) * scale         # (b, d)
+    qg = linear(c_g, p_q[:r_g].t(), p_q[r_g] + g2e.q.bias) * scale          # (b, d)
     qg_h = _heads(qg, heads)
     k_r = _heads(k_e[:r_e], heads)
     kb, kn = (k_e[r_e] + g2e.k.bias).view(heads, dh), (k_e[r_e + 1] + g2e.k.bias).view(heads, dh)
@@ -154,13 +158,13 @@ def _loss_and_grads(m: CrossAttnFusedProbe, echo: torch.Tensor, clip_mask: torch
     o2, wo2_h = _out_composite(basis2, g2e.out.weight, heads)              # (H, r_e+2, d)
     kappa = torch.cat([px, wg[..., :1]], dim=-1).reshape(b, heads * (r_e + 1))
     o2_flat = o2[:, :r_e + 1].reshape(heads * (r_e + 1), d)
-    y_g = g + torch.addmm(o2[:, r_e + 1].sum(0) + g2e.out.bias, kappa, o2_flat)
+    y_g = g + linear(kappa, o2_flat.t(), o2[:, r_e + 1].sum(0) + g2e.out.bias)
     ln_g, mu2, rs2 = torch.native_layer_norm(y_g, (d,), m.ln_ecg.weight, m.ln_ecg.bias, eps2)
 
     # head: Linear -> GELU -> Dropout -> Linear
     lin1, drop, lin2 = head[0], head[2], head[3]
     z = torch.cat([pooled, ln_g], dim=1)                                    # (b, 2d)
-    h1 = torch.addmm(lin1.bias, z, lin1.weight.t())
+    h1 = linear(z, lin1.weight, lin1.bias)
     a = torch.nn.functional.gelu(h1)
     noise = dropout_noise(drop, a)
     if noise is not None:
@@ -177,9 +181,9 @@ def _loss_and_grads(m: CrossAttnFusedProbe, echo: torch.Tensor, clip_mask: torch
     if noise is not None:
         d_a = d_a * noise
     d_h1 = gelu_backward(d_a, h1)
-    torch.mm(d_h1.t(), z, out=gr["head.0.weight"])
+    mm(d_h1.t(), z, out=gr["head.0.weight"])
     torch.sum(d_h1, 0, out=gr["head.0.bias"])
-    d_z = d_h1 @ lin1.weight                                                # (b, 2d)
+    d_z = mm(d_h1, lin1.weight)                                               # (b, 2d)
 
     # ECG side: layer norm, output composite, softmax, scores
     d_yg, d_w2, d_b2 = layer_norm_backward(
@@ -188,9 +192,9 @@ def _loss_and_grads(m: CrossAttnFusedProbe, echo: torch.Tensor, clip_mask: torch
     gr["ln_ecg.weight"].copy_(d_w2)
     gr["ln_ecg.bias"].copy_(d_b2)
     torch.sum(d_yg, 0, out=gr["ecg_to_echo.out.bias"])
-    d_kappa = (d_yg @ o2_flat.t()).view(b, heads, r_e + 1)
+    d_kappa = mm(d_yg, o2_flat.t()).view(b, heads, r_e + 1)
     d_o2 = torch.empty_like(o2)
-    d_o2[:, :r_e + 1] = (kappa.t() @ d_yg).view(heads, r_e + 1, d)
+    d_o2[:, :r_e + 1] = mm(kappa.t(), d_yg).view(heads, r_e + 1, d)
     d_o2[:, r_e + 1] = gr["ecg_to_echo.out.bias"]
     d_basis2 = _out_composite_backward(d_o2, basis2, wo2_h, gr["ecg_to_echo.out.weight"])
     d_ve = torch.empty_like(v_e)
@@ -212,7 +216,7 @@ def _loss_and_grads(m: CrossAttnFusedProbe, echo: torch.Tensor, clip_mask: torch
     gr["ecg_to_echo.k.bias"].copy_((d_kb + d_kn).view(d))
     d_qg = d_qg * scale
     torch.sum(d_qg, 0, out=gr["ecg_to_echo.q.bias"])
-    d_pq = torch.cat([c_g.t() @ d_qg, gr["ecg_to_echo.q.bias"].view(1, d)])  # (r_g+1, d)
+    d_pq = torch.cat([mm(c_g.t(), d_qg), gr["ecg_to_echo.q.bias"].view(1, d)])  # (r_g+1, d)
 
     # echo side: mean over clips, layer norm, output composite, sigmoid, scores
     d_ln_e = (me / cnt).unsqueeze(-1) * d_z[:, :d].unsqueeze(1)             # (b, c, d)
@@ -224,7 +228,7 @@ def _loss_and_grads(m: CrossAttnFusedProbe, echo: torch.Tensor, clip_mask: torch
     d_w = torch.bmm(d_ye, u1.transpose(1, 2))                               # (b, c, H)
     d_u1 = torch.bmm(w.transpose(1, 2), d_ye).view(b, heads * d)            # (b, H*d)
     d_o1 = torch.empty_like(o1)
-    d_o1[:, :r_g + 1] = (c_g1.t() @ d_u1).view(r_g + 1, heads, d).transpose(0, 1)
+    d_o1[:, :r_g + 1] = mm(c_g1.t(), d_u1).view(r_g + 1, heads, d).transpose(0, 1)
     d_o1[:, r_g + 1] = gr["echo_to_ecg.out.bias"]
     d_basis1 = _out_composite_backward(d_o1, basis1, wo1_h, gr["echo_to_ecg.out.weight"])
     d_pv = torch.empty_like(p_v)
@@ -239,31 +243,31 @@ def _loss_and_grads(m: CrossAttnFusedProbe, echo: torch.Tensor, clip_mask: torch
     d_qe = torch.cat([torch.einsum("bhr,bhk->rhk", d_t, dk_h).reshape(r_e, d), d_qb1])
     gr["echo_to_ecg.q.bias"].copy_(d_qb1.view(d))
     d_pk_r = d_dk.sum(0).view(1, d)
-    d_pk = torch.cat([c_g.t() @ d_dk, d_pk_r, -d_pk_r])
+    d_pk = torch.cat([mm(c_g.t(), d_dk), d_pk_r, -d_pk_r])
     gr["echo_to_ecg.k.bias"].zero_()                             # cancels in k_g - k_null
 
     # q/k/v weights and the token bases (residual streams included)
-    torch.mm(d_pk.t(), x_g, out=gr["echo_to_ecg.k.weight"])
-    torch.mm(d_pv.t(), x_g, out=gr["echo_to_ecg.v.weight"])
-    torch.mm(d_pq.t(), x_g[:r_g + 1], out=gr["ecg_to_echo.q.weight"])
-    torch.mm(d_qe.t(), x_e[:r_e + 1], out=gr["echo_to_ecg.q.weight"])
-    torch.mm(d_ke.t(), x_e, out=gr["ecg_to_echo.k.weight"])
-    torch.mm(d_ve.t(), x_e, out=gr["ecg_to_echo.v.weight"])
-    d_xg = d_pk @ e2g.k.weight
-    torch.addmm(d_xg, d_pv, e2g.v.weight, out=d_xg)
-    torch.addmm(d_xg[:r_g + 1], d_pq, g2e.q.weight, out=d_xg[:r_g + 1])
-    torch.addmm(d_xg[:r_g], c_g.t(), d_yg, out=d_xg[:r_g])
+    mm(d_pk.t(), x_g, out=gr["echo_to_ecg.k.weight"])
+    mm(d_pv.t(), x_g, out=gr["echo_to_ecg.v.weight"])
+    mm(d_pq.t(), x_g[:r_g + 1], out=gr["ecg_to_echo.q.weight"])
+    mm(d_qe.t(), x_e[:r_e + 1], out=gr["echo_to_ecg.q.weight"])
+    mm(d_ke.t(), x_e, out=gr["ecg_to_echo.k.weight"])
+    mm(d_ve.t(), x_e, out=gr["ecg_to_echo.v.weight"])
+    d_xg = mm(d_pk, e2g.k.weight)
+    d_xg += mm(d_pv, e2g.v.weight)
+    d_xg[:r_g + 1] += mm(d_pq, g2e.q.weight)
+    d_xg[:r_g] += mm(c_g.t(), d_yg)
     d_xg[r_g] += d_yg.sum(0)
-    d_xe = d_ke @ g2e.k.weight
-    torch.addmm(d_xe, d_ve, g2e.v.weight, out=d_xe)
-    torch.addmm(d_xe[:r_e + 1], d_qe, e2g.q.weight, out=d_xe[:r_e + 1])
+    d_xe = mm(d_ke, g2e.k.weight)
+    d_xe += mm(d_ve, g2e.v.weight)
+    d_xe[:r_e + 1] += mm(d_qe, e2g.q.weight)
     d_xe_r = d_xe[:r_e]
-    torch.addmm(d_xe_r, c_e.reshape(b * c, r_e).t(), d_ye.reshape(b * c, d), out=d_xe_r)
+    d_xe_r += mm(c_e.reshape(b * c, r_e).t(), d_ye.reshape(b * c, d))
     d_xe[r_e] += d_ye.sum((0, 1))
-    torch.mm(d_xe[:r_e].t(), m.norm_echo.basis.t(), out=gr["echo_proj.weight"])
+    mm(d_xe[:r_e].t(), m.norm_echo.basis.t(), out=gr["echo_proj.weight"])
     gr["echo_proj.bias"].copy_(d_xe[r_e])
     gr["echo_null"].copy_(d_xe[r_e + 1].view(1, 1, d))
-    torch.mm(d_xg[:r_g].t(), m.norm_ecg.basis.t(), out=gr["ecg_proj.weight"])
+    mm(d_xg[:r_g].t(), m.norm_ecg.basis.t(), out=gr["ecg_proj.weight"])
     gr["ecg_proj.bias"].copy_(d_xg[r_g])
     gr["ecg_null"].copy_(d_xg[r_g + 1].view(1, 1, d))
     return loss

@@ -1,0 +1,68 @@
+"""Plain fp32 matrix products for the hand-written training steps, on the faster CPU kernel.
+
+``torch.mm`` on CPU calls MKL's sgemm, which on the AMD EPYC (AVX-512) benchmark machine runs
+the probes' skinny weight products (``34 x 1024 @ 1024 x 1024``) at ~85 GFLOP/s on one
+thread. The oneDNN library bundled with the same torch build picks its kernel from the CPU's
+instruction set and runs the same products at 160-210 GFLOP/s. Its plain fp32 entry point is
+``torch.ops.mkldnn._linear_pointwise(x, w, None, "none", [], "")`` = ``x @ w.T`` (strict fp32,
+no reduced-precision mode; a different summation order, so results agree with ``torch.mm``
+to float32 rounding, not bit for bit).
+
+:func:`mm` and :func:`linear` use it when it applies: CPU, float32, 2-D, no autograd graph,
+at least ``MIN_MACS`` multiply-adds, and both operands row- or column-major (a strided slice
+such as one head's columns of a weight sends oneDNN to a reference path ~1000x slower).
+Everywhere else they fall back to ``torch.mm`` / ``F.linear``: other devices, float64 (the
+gradient tests), builds without oneDNN, and small products where oneDNN's per-call set-up
+costs more than it saves.
+"""
+
+from __future__ import annotations
+
+import torch
+
+_LINEAR = getattr(getattr(torch.ops, "mkldnn", None), "_linear_pointwise", None)
+_ENABLED = _LINEAR is not None and torch.backends.mkldnn.is_available()
+MIN_MACS = 1 << 20   # multiply-adds below which MKL's lower call overhead wins (measured)
+
+
+def onednn_enabled() -> bool:
+    """True when :func:`mm` can route float32 CPU products to oneDNN in this process."""
+    return _ENABLED
+
+
+def set_onednn(enabled: bool) -> bool:
+    """Turn the oneDNN route on or off (for A/B measurements and tests); returns the old state."""
+    global _ENABLED
+    old = _ENABLED
+    _ENABLED = bool(enabled) and _LINEAR is not None and torch.backends.mkldnn.is_available()
+    return old
+
+
+def _plain(t: torch.Tensor) -> bool:
+    """Row- or column-major without gaps: other strides send oneDNN to a ~1000x slower path."""
+    return t.is_contiguous() or t.t().is_contiguous()
+
+
+def _applies(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return (_ENABLED and a.dtype == torch.float32 and b.dtype == torch.float32
+            and a.device.type == "cpu" and b.device.type == "cpu"
+            and a.dim() == 2 and b.dim() == 2 and min(a.shape[0], b.shape[1]) >= 8
+            and a.shape[0] * a.shape[1] * b.shape[1] >= MIN_MACS
+            and _plain(a) and _plain(b)
+            and not (torch.is_grad_enabled() and (a.requires_grad or b.requires_grad)))
+
+
+def mm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+    """``a @ b`` for 2-D ``a`` (m, k) and ``b`` (k, n), optionally written into ``out``."""
+    if not _applies(a, b):
+        return torch.mm(a, b) if out is None else torch.mm(a, b, out=out)
+    res = _LINEAR(a, b.t(), None, "none", [], "")
+    return res if out is None else out.copy_(res)
+
+
+def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None
+           ) -> torch.Tensor:
+    """``x @ weight.T + bias`` for 2-D ``x`` (m, k) and ``weight`` (n, k)."""
+    if not _applies(x, weight):
+        return torch.nn.functional.linear(x, weight, bias)
+    return _LINEAR(x, weight, bias, "none", [], "")
