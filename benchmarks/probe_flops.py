@@ -21,7 +21,9 @@ An executed fit is ``epochs * (n_train * train_row + n_val * forward_row)``, eac
 with its own per-row counts. ``FlopCounterMode`` counts matmul-like ops (mm, addmm, bmm,
 attention); LayerNorm, softmax, GELU and the optimizer are elementwise and not counted.
 The same pass records every ``mm``/``addmm`` shape of ours' training step with its FLOPs,
-so the benchmark can time torch on the probe's own matmuls.
+so the benchmark can time torch on the probe's own matmuls. The counts are taken with
+:mod:`rightsize.probes.gemm`'s oneDNN route off: the same products, through aten ops the
+counter sees.
 
 Only the standard library at module level; torch is imported inside the functions.
 """
@@ -35,31 +37,42 @@ BASELINE_BATCH = 32
 
 
 def matmul_gflops(m: int, k: int, n: int, threads: int, min_s: float = 0.25,
-                  repeats: int = 5) -> float:
-    """Best-of-``repeats`` fp32 GFLOP/s of ``(m, k) @ (k, n)`` with ``threads`` torch threads."""
+                  repeats: int = 5, kernel: str = "best") -> float:
+    """Best-of-``repeats`` fp32 GFLOP/s of ``(m, k) @ (k, n)`` with ``threads`` torch threads.
+
+    ``kernel``: ``"mm"`` = ``torch.mm`` (MKL on CPU), ``"onednn"`` = the engine's
+    :func:`rightsize.probes.gemm.mm` with its oneDNN route on (``torch.mm`` where the route
+    does not apply), ``"best"`` = the faster of the two: the ceiling the engine is held to.
+    """
     import torch
 
-    prev = torch.get_num_threads()
+    from rightsize.probes import gemm
+
+    if kernel == "best":
+        return max(matmul_gflops(m, k, n, threads, min_s, repeats, kn)
+                   for kn in ("mm", "onednn"))
+    prev, prev_route = torch.get_num_threads(), gemm.set_onednn(kernel == "onednn")
     torch.set_num_threads(threads)
     try:
         gen = torch.Generator().manual_seed(0)
         a = torch.randn(m, k, generator=gen)
         b = torch.randn(k, n, generator=gen)
-        out = torch.empty(m, n)
+        run = (lambda: torch.mm(a, b)) if kernel == "mm" else (lambda: gemm.mm(a, b))
         for _ in range(3):
-            torch.mm(a, b, out=out)
+            run()
         t0, reps = time.perf_counter(), 0
         while time.perf_counter() - t0 < min_s / repeats:   # size a timing block
-            torch.mm(a, b, out=out)
+            run()
             reps += 1
         best = float("inf")
         for _ in range(repeats):
             t0 = time.perf_counter()
             for _ in range(reps):
-                torch.mm(a, b, out=out)
+                run()
             best = min(best, (time.perf_counter() - t0) / reps)
     finally:
         torch.set_num_threads(prev)
+        gemm.set_onednn(prev_route)
     return 2.0 * m * k * n / best / 1e9
 
 
@@ -154,6 +167,7 @@ def fit_flops(arch: dict[str, Any], clips: int, n_train: int, n_val: int,
     """
     import torch
 
+    from rightsize.probes import gemm
     from rightsize.probes.models import build_model, count_params
     from rightsize.probes.predict import PREDICT_BATCH
     from rightsize.probes.reference import ReferenceModel
@@ -165,13 +179,19 @@ def fit_flops(arch: dict[str, Any], clips: int, n_train: int, n_val: int,
     def per_row(n: int, size: int, count: Any) -> float:
         return sum(k * count(_raw(arch, clips, s)) for s, k in batch_sizes(n, size)) / n
 
-    ours = {"train": per_row(n_train, batch,
-                             lambda r: _train_step(probe, _encode(probe, r), True)),
-            "forward": per_row(n_val, PREDICT_BATCH,
-                               lambda r: _forward(probe, _encode(probe, r), True))}
-    base = {"train": per_row(n_train, BASELINE_BATCH, lambda r: _train_step(ref, r, False)),
-            "forward": per_row(n_val, BASELINE_BATCH, lambda r: _forward(ref, r, False))}
-    shapes = step_shapes(probe, _encode(probe, _raw(arch, clips, min(batch, n_train))))
+    # FlopCounterMode counts aten matmuls; the engine's oneDNN route computes the same
+    # products through a kernel it does not see, so count with the route off
+    prev_route = gemm.set_onednn(False)
+    try:
+        ours = {"train": per_row(n_train, batch,
+                                 lambda r: _train_step(probe, _encode(probe, r), True)),
+                "forward": per_row(n_val, PREDICT_BATCH,
+                                   lambda r: _forward(probe, _encode(probe, r), True))}
+        base = {"train": per_row(n_train, BASELINE_BATCH, lambda r: _train_step(ref, r, False)),
+                "forward": per_row(n_val, BASELINE_BATCH, lambda r: _forward(ref, r, False))}
+        shapes = step_shapes(probe, _encode(probe, _raw(arch, clips, min(batch, n_train))))
+    finally:
+        gemm.set_onednn(prev_route)
     return {"ours": ours, "baseline": base, "params": count_params(probe), "shapes": shapes}
 
 

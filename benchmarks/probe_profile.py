@@ -23,7 +23,8 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-MATMUL = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul"}
+MATMUL = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul",
+          "mkldnn::_linear_pointwise"}     # the oneDNN route of rightsize.probes.gemm
 ATTENTION = ("scaled_dot_product", "softmax", "sigmoid")     # substrings, backward included
 OPTIMIZER_OPS = {"aten::_fused_adamw_", "aten::_foreach_add_"}
 STEP_LABEL = "FusedAdamW.step"

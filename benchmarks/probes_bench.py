@@ -142,8 +142,12 @@ def child_matmul(spec: str) -> dict[str, Any]:
                 "dominant": ff["shapes"][0][:3], "dominant_share": ff["shapes"][0][3] / step_total,
                 "mix": mix_gflops(ff["shapes"], req["threads"])}
             shapes.add(tuple(ff["shapes"][0][:3]))
-    timed = {"x".join(map(str, s)): {str(t): matmul_gflops(*s, t) for t in (1, 2)}
-             for s in sorted(shapes)}
+    timed = {}
+    for s in sorted(shapes):     # per thread count: each kernel, and the faster one as "t"
+        rates = {f"{kn}{t}": matmul_gflops(*s, t, kernel=kn)
+                 for t in (1, 2) for kn in ("mm", "onednn")}
+        timed["x".join(map(str, s))] = {
+            **rates, **{str(t): max(rates[f"mm{t}"], rates[f"onednn{t}"]) for t in (1, 2)}}
     return {"cases": cases, "shapes": timed}
 
 

@@ -163,7 +163,8 @@ def _preamble(args: argparse.Namespace, cfg: Any, info: dict[str, str], first: d
         "runs): executed = fwd+bwd on the train rows + the per-epoch validation forward; "
         "model = 6·P·N·E (P trainable parameters, N train rows, E epochs: the issue's "
         "definition, as in MFU, whatever the implementation executes). Ours' GFLOP/s = FLOPs "
-        "/ ours' fit seconds; matmul = fp32 `torch.mm` on the probe's dominant matmul shape "
+        "/ ours' fit seconds; matmul = the faster of fp32 `torch.mm` (MKL) and oneDNN's fp32 "
+        "linear (the kernel the engine calls) on the probe's dominant matmul shape "
         f"at {th} thread(s) (best of start/end of the run). Training is seeded but the two "
         "sides draw different batches (64 vs 32 rows), so their test MAEs differ by "
         "run-to-run noise. \"Equal or better\" is read statistically: each side predicts the "
@@ -281,12 +282,16 @@ def _details(results: dict, flops: dict, mms: tuple[dict, dict]) -> list[str]:
                 f"{_fmt(fl / r['fit_s'] / 1e9 if fl else None, '.1f')} | "
                 f"{r['load_avg_1min']:.2f} | "
                 f"{' / '.join(f'{x:.1f}' for x in r.get('runs_s', []))} |")
-    lines += ["", "fp32 `torch.mm` GFLOP/s (start / end of the run):", "",
-              "| m x k x n | 1 thread | 2 threads |", "|---|---:|---:|"]
+    lines += ["", "fp32 matmul GFLOP/s, start / end of the run: `torch.mm` (MKL) and oneDNN's "
+              "fp32 linear (`rightsize.probes.gemm.mm`, the kernel the engine's hand-written "
+              "steps call); the ceiling used above is the faster of the two:", "",
+              "| m x k x n | torch.mm, 1 thread | oneDNN, 1 thread | torch.mm, 2 threads "
+              "| oneDNN, 2 threads |", "|---|---:|---:|---:|---:|"]
     for shape in mms[0]["shapes"]:
         a, b = mms[0]["shapes"][shape], mms[1]["shapes"].get(shape, {})
-        lines.append(f"| {shape} | {a['1']:.1f} / {_fmt(b.get('1'), '.1f')} | "
-                     f"{a['2']:.1f} / {_fmt(b.get('2'), '.1f')} |")
+        cells = [f"{_fmt(a.get(k), '.1f')} / {_fmt(b.get(k), '.1f')}"
+                 for k in ("mm1", "onednn1", "mm2", "onednn2")]
+        lines.append(f"| {shape} | {' | '.join(cells)} |")
     lines += ["", "FLOPs per row (MFLOP, every clip slot incl. padding; `probe_flops.py`, torch "
               "`FlopCounterMode`). Ours executed: a training step = `forward_encoded` on an "
               "encoded batch + backward (encoding happens once per split, outside the loop), "
@@ -333,7 +338,9 @@ def readme_section(md: str) -> str:
         "contender and case (interleaved), 1 thread each, full epochs, nothing extrapolated. "
         "It counts each side's "
         "executed FLOPs (`probe_flops.py`: torch's `FlopCounterMode`) and the model FLOPs "
-        "6·P·N·E, and times fp32 `torch.mm` on each probe's dominant matmul shape in the same "
+        "6·P·N·E, and times fp32 matmul (`torch.mm`, i.e. MKL, and oneDNN's fp32 linear, which "
+        "the engine's hand-written steps call; the faster is the ceiling) on each probe's "
+        "dominant matmul shape in the same "
         "run, so achieved GFLOP/s sit next to the ceiling; for the fused probe it adds a "
         "`torch.profiler` breakdown of the fit (`probe_profile.py`).", "",
         "```bash",
