@@ -96,10 +96,13 @@ def test_mm_falls_back_to_torch_where_the_route_does_not_apply(route, case):
 
 
 @needs_onednn
-def test_fused_fp32_step_with_onednn_matches_the_step_without(route):
+@pytest.mark.parametrize("fusion_dim", [256, 512])
+def test_fused_fp32_step_with_onednn_matches_the_step_without(route, fusion_dim):
     torch.manual_seed(0)
-    model = CrossAttnFusedProbe(96, 80, fusion_dim=256, heads=4, hidden=64, dropout=0.0,
-                                pca_rank=16)
+    model = CrossAttnFusedProbe(96, 80, fusion_dim=fusion_dim, heads=4, hidden=64,
+                                dropout=0.0, pca_rank=16)
+    # the output composites go per head through oneDNN at 512 (18 x 128 x 512), bmm at 256
+    assert gemm.routes(18, fusion_dim // 4, fusion_dim, torch.ones(1)) == (fusion_dim == 512)
     for norm in (model.norm_echo, model.norm_ecg):
         q, _ = torch.linalg.qr(torch.randn(norm.mean.shape[0], norm.rank))
         norm.basis.copy_(q)

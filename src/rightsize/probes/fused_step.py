@@ -30,7 +30,7 @@ import math
 import torch
 
 from rightsize.probes.fused import CrossAttnFusedProbe, per_batch_cheaper
-from rightsize.probes.gemm import linear, mm
+from rightsize.probes.gemm import linear, mm, routes
 from rightsize.probes.handgrad import (
     dropout_noise,
     gelu_backward,
@@ -57,10 +57,18 @@ def _heads(m: torch.Tensor, heads: int) -> torch.Tensor:
 
 def _out_composite(basis: torch.Tensor, w_out: torch.Tensor, heads: int
                    ) -> tuple[torch.Tensor, torch.Tensor]:
-    """``O[h] = basis[:, h] @ w_out[:, h]^T`` (H, n, d) for basis (n, d), and ``w_out`` per head."""
-    d = w_out.shape[0]
-    w_h = w_out.view(d, heads, -1).transpose(0, 1).contiguous()    # (H, d, dh)
-    b_h = _heads(basis, heads).transpose(0, 1).contiguous()        # (H, n, dh)
+    """``O[h] = basis[:, h] @ w_out[:, h]^T`` (H, n, d) for basis (n, d), and ``w_out`` per head.
+
+    One ``bmm`` over the heads, or one oneDNN product per head where that route applies
+    (it needs each head's weight columns copied out contiguously: a strided weight would
+    send it to a slow path).
+    """
+    (n, d), dh = basis.shape, w_out.shape[1] // heads
+    w_h = w_out.view(d, heads, dh).transpose(0, 1)                 # (H, d, dh)
+    b_h = _heads(basis, heads).transpose(0, 1)                     # (H, n, dh)
+    if not routes(n, dh, d, basis):
+        return torch.bmm(b_h, w_h.transpose(1, 2)), w_h
+    w_h, b_h = w_h.contiguous(), b_h.contiguous()
     return torch.stack([mm(b_h[h], w_h[h].t()) for h in range(heads)]), w_h
 
 
@@ -68,8 +76,13 @@ def _out_composite_backward(d_o: torch.Tensor, basis: torch.Tensor, w_h: torch.T
                             d_w_out: torch.Tensor) -> torch.Tensor:
     """Gradients of :func:`_out_composite`: returns d basis (n, d), writes d w_out (d, d)."""
     heads, n, d = d_o.shape
-    b_h = _heads(basis, heads).transpose(0, 1).contiguous()         # (H, n, dh)
-    dw_h = d_w_out.view(d, heads, -1)
+    dh = d // heads
+    b_h = _heads(basis, heads).transpose(0, 1)                      # (H, n, dh)
+    dw_h = d_w_out.view(d, heads, dh)
+    if not routes(n, dh, d, basis):
+        torch.bmm(d_o.transpose(1, 2), b_h, out=dw_h.transpose(0, 1))
+        return torch.bmm(d_o, w_h).transpose(0, 1).reshape(n, d)
+    b_h = b_h.contiguous()
     for h in range(heads):
         mm(d_o[h].t(), b_h[h], out=dw_h[:, h])
     return torch.cat([mm(d_o[h], w_h[h]) for h in range(heads)], dim=1)

@@ -43,12 +43,16 @@ def _plain(t: torch.Tensor) -> bool:
     return t.is_contiguous() or t.t().is_contiguous()
 
 
+def routes(m: int, k: int, n: int, like: torch.Tensor) -> bool:
+    """True when an ``(m, k) @ (k, n)`` product of ``like``'s dtype and device, with plain
+    operands and no autograd graph, takes the oneDNN route."""
+    return (_ENABLED and like.dtype == torch.float32 and like.device.type == "cpu"
+            and min(m, n) >= 8 and m * k * n >= MIN_MACS)
+
+
 def _applies(a: torch.Tensor, b: torch.Tensor) -> bool:
-    return (_ENABLED and a.dtype == torch.float32 and b.dtype == torch.float32
-            and a.device.type == "cpu" and b.device.type == "cpu"
-            and a.dim() == 2 and b.dim() == 2 and min(a.shape[0], b.shape[1]) >= 8
-            and a.shape[0] * a.shape[1] * b.shape[1] >= MIN_MACS
-            and _plain(a) and _plain(b)
+    return (a.dim() == 2 and b.dim() == 2 and b.dtype == a.dtype and b.device == a.device
+            and routes(a.shape[0], a.shape[1], b.shape[1], a) and _plain(a) and _plain(b)
             and not (torch.is_grad_enabled() and (a.requires_grad or b.requires_grad)))
 
 
