@@ -5,8 +5,11 @@ matmuls that hold the arithmetic. Here the MSE loss and every parameter gradient
 straight-line tensor code (~1,300 aten ops per step, views included), the weight gradients
 are written straight into persistent ``.grad`` buffers, and the output projections are
 per-head composites (below): about 12 % less time per fit at fusion_dim 256 and 10 % at
-1024 on the benchmark machine. The tests hold the loss and every gradient to autograd of
-the textbook forward (:mod:`rightsize.probes.reference`), in float64.
+1024 on the benchmark machine. The weight-sized products go through :mod:`rightsize.probes.gemm`
+(oneDNN where it applies: a further ~30 % off a fusion_dim-1024 step there). The tests
+hold the loss and every gradient to autograd of the textbook forward
+(:mod:`rightsize.probes.reference`) in float64, and the fp32 oneDNN step to the same step
+without it.
 
 Notation (one batch): ``b`` rows, ``c`` clips, ``r`` ranks, ``d`` fusion_dim, ``H`` heads.
 Every token is affine in its coordinates: clip ``e = c_e A_e^T + beta_e``, ECG
