@@ -69,6 +69,10 @@ def test_mm_into_a_strided_view_and_linear_with_bias(route):
     assert "mkldnn::_linear_pointwise" in _ops(lambda: gemm.linear(x, w, bias))
     torch.testing.assert_close(gemm.linear(x, w, bias), _ref(x, w.t()) + bias,
                                rtol=1e-5, atol=1e-4)
+    # a wide, short weight: 512 x 32 x 256 multiply-adds route (512 x 32 x 32 would not)
+    x, w = torch.randn(512, 32, generator=g), torch.randn(256, 32, generator=g)
+    assert "mkldnn::_linear_pointwise" in _ops(lambda: gemm.linear(x, w))
+    torch.testing.assert_close(gemm.linear(x, w), _ref(x, w.t()), rtol=1e-5, atol=1e-4)
 
 
 @pytest.mark.parametrize("case", ["float64", "strided weight", "small", "autograd", "off"])

@@ -67,6 +67,6 @@ def mm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> tor
 def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None
            ) -> torch.Tensor:
     """``x @ weight.T + bias`` for 2-D ``x`` (m, k) and ``weight`` (n, k)."""
-    if not _applies(x, weight):
+    if not _applies(x, weight.t()):
         return torch.nn.functional.linear(x, weight, bias)
     return _LINEAR(x, weight, bias, "none", [], "")
