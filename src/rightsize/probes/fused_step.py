@@ -2,7 +2,7 @@
 
 Under autograd a fused step at fusion_dim 256 runs ~1,900 aten ops, of which ~40 are the
 matmuls that hold the arithmetic. Here the MSE loss and every parameter gradient are
-straight-line tensor code (~1,300 aten ops per step, views included), the weight gradients
+straight-line tensor code (~1,550 aten ops per step, views included), the weight gradients
 are written straight into persistent ``.grad`` buffers, and the output projections are
 per-head composites (below): about 12 % less time per fit at fusion_dim 256 and 10 % at
 1024 on the benchmark machine. The weight-sized products go through :mod:`rightsize.probes.gemm`
