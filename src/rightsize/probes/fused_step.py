@@ -59,8 +59,9 @@ def _heads(m: torch.Tensor, heads: int) -> torch.Tensor:
 
 
 def _out_composite(basis: torch.Tensor, w_out: torch.Tensor, heads: int
-                   ) -> tuple[torch.Tensor, torch.Tensor]:
-    """``O[h] = basis[:, h] @ w_out[:, h]^T`` (H, n, d) for basis (n, d), and ``w_out`` per head.
+                   ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``O[h] = basis[:, h] @ w_out[:, h]^T`` (H, n, d) for basis (n, d), plus ``basis`` and
+    ``w_out`` split by head ((H, n, dh), (H, d, dh)) for :func:`_out_composite_backward`.
 
     One ``bmm`` over the heads, or one oneDNN product per head where that route applies
     (it needs each head's weight columns copied out contiguously: a strided weight would
@@ -70,22 +71,19 @@ def _out_composite(basis: torch.Tensor, w_out: torch.Tensor, heads: int
     w_h = w_out.view(d, heads, dh).transpose(0, 1)                 # (H, d, dh)
     b_h = _heads(basis, heads).transpose(0, 1)                     # (H, n, dh)
     if not routes(n, dh, d, basis):
-        return torch.bmm(b_h, w_h.transpose(1, 2)), w_h
+        return torch.bmm(b_h, w_h.transpose(1, 2)), b_h, w_h
     w_h, b_h = w_h.contiguous(), b_h.contiguous()
-    return torch.stack([mm(b_h[h], w_h[h].t()) for h in range(heads)]), w_h
+    return torch.stack([mm(b_h[h], w_h[h].t()) for h in range(heads)]), b_h, w_h
 
 
-def _out_composite_backward(d_o: torch.Tensor, basis: torch.Tensor, w_h: torch.Tensor,
+def _out_composite_backward(d_o: torch.Tensor, b_h: torch.Tensor, w_h: torch.Tensor,
                             d_w_out: torch.Tensor) -> torch.Tensor:
     """Gradients of :func:`_out_composite`: returns d basis (n, d), writes d w_out (d, d)."""
     heads, n, d = d_o.shape
-    dh = d // heads
-    b_h = _heads(basis, heads).transpose(0, 1)                      # (H, n, dh)
-    dw_h = d_w_out.view(d, heads, dh)
-    if not routes(n, dh, d, basis):
+    dw_h = d_w_out.view(d, heads, d // heads)
+    if not routes(n, d // heads, d, d_o):
         torch.bmm(d_o.transpose(1, 2), b_h, out=dw_h.transpose(0, 1))
         return torch.bmm(d_o, w_h).transpose(0, 1).reshape(n, d)
-    b_h = b_h.contiguous()
     for h in range(heads):
         mm(d_o[h].t(), b_h[h], out=dw_h[:, h])
     return torch.cat([mm(d_o[h], w_h[h]) for h in range(heads)], dim=1)
@@ -148,7 +146,7 @@ def _loss_and_grads(m: CrossAttnFusedProbe, echo: torch.Tensor, clip_mask: torch
     # value basis: v_g - v_null = c_g1 @ basis1[:r_g+1]; v_null = basis1[r_g+1]
     basis1 = torch.cat([p_v[:r_g], (p_v[r_g] - p_v[r_g + 1]).view(1, d),
                         (p_v[r_g + 1] + e2g.v.bias).view(1, d)])           # (r_g+2, d)
-    o1, wo1_h = _out_composite(basis1, e2g.out.weight, heads)              # (H, r_g+2, d)
+    o1, bo1_h, wo1_h = _out_composite(basis1, e2g.out.weight, heads)           # (H, r_g+2, d)
     u1 = mm(c_g1, o1[:, :r_g + 1].transpose(0, 1).reshape(r_g + 1, heads * d)
             ).view(b, heads, d)                                               # out(diff_v) per head
     att_e = torch.bmm(w, u1) + (o1[:, r_g + 1].sum(0) + e2g.out.bias)       # (b, c, d)
@@ -171,7 +169,7 @@ def _loss_and_grads(m: CrossAttnFusedProbe, echo: torch.Tensor, clip_mask: torch
     # output = vb + px @ V_r + w0 (vn - vb) per head, vb/vn the clip bias / null values
     basis2 = torch.cat([v_e[:r_e], (v_e[r_e + 1] - v_e[r_e]).view(1, d),
                         (v_e[r_e] + g2e.v.bias).view(1, d)])               # (r_e+2, d)
-    o2, wo2_h = _out_composite(basis2, g2e.out.weight, heads)              # (H, r_e+2, d)
+    o2, bo2_h, wo2_h = _out_composite(basis2, g2e.out.weight, heads)           # (H, r_e+2, d)
     kappa = torch.cat([px, wg[..., :1]], dim=-1).reshape(b, heads * (r_e + 1))
     o2_flat = o2[:, :r_e + 1].reshape(heads * (r_e + 1), d)
     y_g = g + linear(kappa, o2_flat.t(), o2[:, r_e + 1].sum(0) + g2e.out.bias)
@@ -212,7 +210,7 @@ def _loss_and_grads(m: CrossAttnFusedProbe, echo: torch.Tensor, clip_mask: torch
     d_o2 = torch.empty_like(o2)
     d_o2[:, :r_e + 1] = mm(kappa.t(), d_yg).view(heads, r_e + 1, d)
     d_o2[:, r_e + 1] = gr["ecg_to_echo.out.bias"]
-    d_basis2 = _out_composite_backward(d_o2, basis2, wo2_h, gr["ecg_to_echo.out.weight"])
+    d_basis2 = _out_composite_backward(d_o2, bo2_h, wo2_h, gr["ecg_to_echo.out.weight"])
     d_ve = torch.empty_like(v_e)
     d_ve[:r_e] = d_basis2[:r_e]
     d_ve[r_e] = d_basis2[r_e + 1] - d_basis2[r_e]
@@ -246,7 +244,7 @@ def _loss_and_grads(m: CrossAttnFusedProbe, echo: torch.Tensor, clip_mask: torch
     d_o1 = torch.empty_like(o1)
     d_o1[:, :r_g + 1] = mm(c_g1.t(), d_u1).view(r_g + 1, heads, d).transpose(0, 1)
     d_o1[:, r_g + 1] = gr["echo_to_ecg.out.bias"]
-    d_basis1 = _out_composite_backward(d_o1, basis1, wo1_h, gr["echo_to_ecg.out.weight"])
+    d_basis1 = _out_composite_backward(d_o1, bo1_h, wo1_h, gr["echo_to_ecg.out.weight"])
     d_pv = torch.empty_like(p_v)
     d_pv[:r_g + 1] = d_basis1[:r_g + 1]
     d_pv[r_g + 1] = d_basis1[r_g + 1] - d_basis1[r_g]
