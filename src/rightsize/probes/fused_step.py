@@ -35,8 +35,7 @@ import torch
 from rightsize.probes.fused import CrossAttnFusedProbe, per_batch_cheaper
 from rightsize.probes.gemm import linear, mm, routes
 from rightsize.probes.handgrad import (
-    dropout_noise,
-    gelu_backward,
+    gelu_dropout_linear_mse,
     grad_buffers,
     layer_norm_backward,
 )
@@ -175,29 +174,16 @@ def _loss_and_grads(m: CrossAttnFusedProbe, echo: torch.Tensor, clip_mask: torch
     y_g = g + linear(kappa, o2_flat.t(), o2[:, r_e + 1].sum(0) + g2e.out.bias)
     ln_g, mu2, rs2 = torch.native_layer_norm(y_g, (d,), m.ln_ecg.weight, m.ln_ecg.bias, eps2)
 
-    # head: Linear -> GELU -> Dropout -> Linear
-    lin1, drop, lin2 = head[0], head[2], head[3]
+    # head: Linear -> GELU -> Dropout -> Linear, and its backward down to h1
     z = torch.cat([pooled, ln_g], dim=1)                                    # (b, 2d)
-    h1 = linear(z, lin1.weight, lin1.bias)
-    a = torch.nn.functional.gelu(h1)
-    noise = dropout_noise(drop, a)
-    if noise is not None:
-        a = a * noise
-    out = torch.addmm(lin2.bias, a, lin2.weight.t()).squeeze(-1)             # (b,)
-    err = out - y
-    loss = (err * err).mean()
+    h1 = linear(z, head[0].weight, head[0].bias)
+    loss, d_h1 = gelu_dropout_linear_mse(h1, head[2], head[3], y, gr["head.3.weight"],
+                                         gr["head.3.bias"])
 
     # ---- backward ------------------------------------------------------------------------
-    d_out = (2.0 / b) * err                                                 # (b,)
-    torch.mm(d_out.view(1, b), a, out=gr["head.3.weight"])
-    gr["head.3.bias"].copy_(d_out.sum().view(1))
-    d_a = d_out.unsqueeze(1) * lin2.weight                                  # (b, hidden)
-    if noise is not None:
-        d_a = d_a * noise
-    d_h1 = gelu_backward(d_a, h1)
     mm(d_h1.t(), z, out=gr["head.0.weight"])
     torch.sum(d_h1, 0, out=gr["head.0.bias"])
-    d_z = mm(d_h1, lin1.weight)                                               # (b, 2d)
+    d_z = mm(d_h1, head[0].weight)                                          # (b, 2d)
 
     # ECG side: layer norm, output composite, softmax, scores
     d_yg, d_w2, d_b2 = layer_norm_backward(

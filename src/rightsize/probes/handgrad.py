@@ -43,3 +43,26 @@ def dropout_noise(drop: nn.Dropout, x: torch.Tensor) -> torch.Tensor | None:
 
 gelu_backward = torch.ops.aten.gelu_backward
 layer_norm_backward = torch.ops.aten.native_layer_norm_backward
+
+
+def gelu_dropout_linear_mse(h: torch.Tensor, drop: nn.Dropout, last: nn.Linear,
+                            y: torch.Tensor, grad_w: torch.Tensor, grad_b: torch.Tensor
+                            ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Forward and backward of ``MSE(last(drop(gelu(h))).squeeze(-1), y)``.
+
+    The tail both MLP heads share (concat and fused: first layer, GELU, dropout, one
+    output). Writes ``last``'s gradients into ``grad_w`` (1, hidden) and ``grad_b`` (1,);
+    returns the loss and its gradient with respect to ``h`` (b, hidden).
+    """
+    a = nn.functional.gelu(h)
+    noise = dropout_noise(drop, a)
+    if noise is not None:
+        a = a * noise
+    err = torch.addmm(last.bias, a, last.weight.t()).squeeze(-1) - y       # (b,)
+    d_out = (2.0 / y.shape[0]) * err
+    torch.mm(d_out.view(1, -1), a, out=grad_w)
+    grad_b.copy_(d_out.sum().view(1))
+    d_a = d_out.unsqueeze(1) * last.weight                                 # (b, hidden)
+    if noise is not None:
+        d_a = d_a * noise
+    return (err * err).mean(), gelu_backward(d_a, h)

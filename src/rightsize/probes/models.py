@@ -29,7 +29,7 @@ from torch import nn
 
 from rightsize.probes.data import Moments
 from rightsize.probes.featurenorm import FeatureNorm, masked_mean
-from rightsize.probes.handgrad import dropout_noise, gelu_backward, grad_buffers
+from rightsize.probes.handgrad import gelu_dropout_linear_mse, grad_buffers
 
 ARCH_KEYS = {
     "echo": ("echo_dim", "ecg_dim", "pca_rank"),
@@ -158,21 +158,12 @@ class ConcatMLPProbe(ProbeModule):
     def loss_backward(self, batch: Batch, y: torch.Tensor) -> torch.Tensor:
         """:meth:`ProbeModule.loss_backward` by hand: the first layer's gradient is written
         block by block (``dA B^T`` per input) straight into its ``.grad``."""
-        drop, last = self.mlp[2], self.mlp[3]
         de = self.norm_echo.mean.shape[0]
         grads = grad_buffers(self)
         with torch.no_grad():
             x_e, x_g, h = self._first_layer(**batch)
-            a = nn.functional.gelu(h)
-            noise = dropout_noise(drop, a)
-            if noise is not None:
-                a = a * noise
-            err = torch.addmm(last.bias, a, last.weight.t()).squeeze(-1) - y
-            d_out = (2.0 / y.shape[0]) * err
-            torch.mm(d_out.view(1, -1), a, out=grads["mlp.3.weight"])
-            grads["mlp.3.bias"].copy_(d_out.sum().view(1))
-            d_a = d_out.unsqueeze(1) * last.weight
-            d_h = gelu_backward(d_a if noise is None else d_a * noise, h)
+            loss, d_h = gelu_dropout_linear_mse(h, self.mlp[2], self.mlp[3], y,
+                                                grads["mlp.3.weight"], grads["mlp.3.bias"])
             torch.sum(d_h, 0, out=grads["mlp.0.bias"])
             g_w = grads["mlp.0.weight"]
             for norm, x, cols in ((self.norm_echo, x_e, g_w[:, :de]),
@@ -181,7 +172,7 @@ class ConcatMLPProbe(ProbeModule):
                     torch.mm(d_h.t() @ x, norm.basis.t(), out=cols)
                 else:
                     torch.mm(d_h.t(), x, out=cols)
-            return (err * err).mean()
+            return loss
 
 
 def arch_of(probe: str, cfg: Any, echo_dim: int, ecg_dim: int) -> dict[str, Any]:
