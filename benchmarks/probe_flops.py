@@ -3,8 +3,8 @@
 Three counts per probe and fit, every clip slot (padding included) counted:
 
 * **ours, executed**: what the engine runs, counted by torch's ``FlopCounterMode``. A
-  training step is the probe's ``loss_backward`` on an already encoded batch (autograd
-  for echo, the hand-written backward passes for concat and fused; the engine encodes
+  training step is the probe's ``loss_backward`` on an already encoded batch (the
+  hand-written backward passes; the engine encodes
   each split once, outside the loop, so ``encode`` is not counted),
   at the engine's batch size; the per-epoch validation forward is one eval
   ``forward_encoded`` per ``PREDICT_BATCH`` chunk. The fused probe forms some products

@@ -1,7 +1,8 @@
 """Hand-written training steps equal autograd through the textbook forward.
 
-``loss_backward`` is what the training loop calls: the concat and fused probes compute
-their gradients by hand (``ConcatMLPProbe.loss_backward``, :mod:`rightsize.probes.fused_step`).
+``loss_backward`` is what the training loop calls: the echo, concat and fused probes
+compute their gradients by hand (``EchoAttnProbe.loss_backward``,
+``ConcatMLPProbe.loss_backward``, :mod:`rightsize.probes.fused_step`).
 Held here, in float64 and in train mode with head dropout on, to autograd of the MSE of
 :func:`reference_forward`, the same random draws, every parameter.
 """

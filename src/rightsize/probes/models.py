@@ -11,8 +11,8 @@ Each forward pass is split in two (:class:`ProbeModule`): ``encode`` applies the
 buffers (normalization, PCA projection, presence masks) and ``forward_encoded`` the trained
 layers, which read the rank-``pca_rank`` coordinates. The training loop encodes each split
 once and batches the small coordinate tensors; ``forward`` = ``forward_encoded(encode(.))``.
-A training step is ``loss_backward`` (MSE and every ``.grad``): autograd for the echo probe,
-hand-written for concat (below) and fused (:mod:`rightsize.probes.fused_step`).
+A training step is ``loss_backward`` (MSE and every ``.grad``), hand-written for all three
+(echo and concat below, fused in :mod:`rightsize.probes.fused_step`); autograd is the fallback.
 :mod:`rightsize.probes.reference` computes the same functions the textbook way (the
 tests hold the two to each other, outputs and gradients).
 
@@ -64,8 +64,8 @@ class ProbeModule(nn.Module):
         """MSE of :meth:`forward_encoded` on ``batch`` against ``y``; each parameter's
         ``.grad`` replaced by its gradient. Returns the loss without its graph.
 
-        Autograd here (the echo probe); concat and fused override it with hand-written
-        backward passes.
+        Autograd here: the fallback (the fused probe uses it where its hand-written step
+        does not apply); echo, concat and fused override it with hand-written backward passes.
         """
         for p in self.parameters():
             p.grad = None
@@ -109,6 +109,47 @@ class EchoAttnProbe(ProbeModule):
         h_null = nn.functional.linear(null, self.head.weight)                        # (1, 1)
         out = nn.functional.linear(pooled, lift(self.head.weight), self.head.bias)
         return (out + w[:, :1] * h_null).squeeze(-1)
+
+    def loss_backward(self, batch: Batch, y: torch.Tensor) -> torch.Tensor:
+        """:meth:`ProbeModule.loss_backward` by hand (~70 aten ops; autograd runs ~350).
+
+        The head is linear, so each token carries a scalar value ``v_j = head . x_j`` and
+        the prediction is ``sum_j w_j v_j + bias``: the forward needs one ``(b c, r) @ (r, 2)``
+        product for all scores and values. The query bias shifts every score of a row
+        equally and cancels in the softmax: its gradient is exactly 0.
+        """
+        grads = grad_buffers(self)
+        with torch.no_grad():
+            return self._loss_and_grads(batch["echo"], batch["clip_mask"], y, grads)
+
+    def _loss_and_grads(self, echo: torch.Tensor, clip_mask: torch.Tensor, y: torch.Tensor,
+                        gr: dict[str, torch.Tensor]) -> torch.Tensor:
+        b, c = clip_mask.shape
+        flat = (echo * clip_mask.unsqueeze(-1).to(echo.dtype)).view(b * c, -1)  # (b c, r)
+        qh_w = torch.cat([self.query.weight, self.head.weight])                # (2, dim)
+        null = self.null.view(-1)
+        sv_null = torch.mv(qh_w, null)                           # null's score and value
+        sv = torch.mm(flat, self.norm_echo.lift(qh_w).t()).view(b, c, 2)
+        s = torch.cat([sv_null[0].expand(b, 1),
+                       sv[..., 0].masked_fill(~clip_mask, float("-inf"))], dim=1)
+        w = torch.softmax(s, dim=1)                                            # (b, 1+c)
+        v = torch.cat([sv_null[1].expand(b, 1), sv[..., 1]], dim=1)
+        err = (w * v).sum(1) + self.head.bias - y
+        # backward: softmax, then one product for both weights' coordinate gradients
+        d_out = (2.0 / b) * err
+        d_wv = d_out.unsqueeze(1) * w                                          # d value
+        d_s = w * (d_out.unsqueeze(1) * v - (d_wv * v).sum(1, keepdim=True))   # d score
+        d_coords = torch.mm(torch.stack([d_s[:, 1:], d_wv[:, 1:]]).view(2, b * c), flat)
+        d_null_sv = torch.stack([d_s[:, 0].sum(), d_wv[:, 0].sum()])           # (2,)
+        basis = self.norm_echo.basis if self.norm_echo.rank else None
+        d_qh = d_coords if basis is None else torch.mm(d_coords, basis.t())    # (2, dim)
+        d_qh.addr_(d_null_sv, null)
+        gr["query.weight"].copy_(d_qh[:1])
+        gr["head.weight"].copy_(d_qh[1:])
+        torch.mm(d_null_sv.view(1, 2), qh_w, out=gr["null"].view(1, -1))
+        gr["query.bias"].zero_()
+        gr["head.bias"].copy_(d_out.sum().view(1))
+        return (err * err).mean()
 
 
 class ConcatMLPProbe(ProbeModule):
