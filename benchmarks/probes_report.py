@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 from typing import Any
 
 Key = tuple[int, str, int]          # (max_clips, probe, fusion_dim)
@@ -231,11 +232,22 @@ def render(args: argparse.Namespace, cfg: Any, info: dict[str, str],
                      f"executed FLOPs: those run at {a['gf']:.1f} GFLOP/s, {exe:.0%} of matmul; "
                      f"against `torch.mm` alone, {_ceiling(mms, flops[key]['shape'], th, 'mm'):.1f}"
                      f" GFLOP/s, the model FLOPs are at "
-                     f"{a['gf_model'] / _ceiling(mms, flops[key]['shape'], th, 'mm'):.0%})")
+                     f"{a['gf_model'] / _ceiling(mms, flops[key]['shape'], th, 'mm'):.0%}; "
+                     + _fit_budget(results[key]["ours"], a) + ")")
     lines += ["", "## Goals", "", *goals, "", f"Whole benchmark: {total_s:.0f} s.", ""]
     lines += _profiles(profiles)
     lines += _details(results, flops, mms)
     return "\n".join(lines) + "\n"
+
+
+def _fit_budget(ours: dict[str, Any], a: dict[str, Any]) -> str:
+    """What the fit's seconds hold besides the model FLOPs, and what the goal allows."""
+    allowed = a["fit_model"] / (EFF_GOAL * a["ceiling"] * 1e9)
+    prep = ours.get("prep_s")
+    held = ("" if prep is None else f", of which {prep:.2f} s is the input moments and PCA "
+            "of the train split (measured again after the fit, in the same child), outside "
+            "6·P·N·E")
+    return f"the fit took {a['fit_s']:.2f} s{held}; the goal allows {allowed:.2f} s"
 
 
 def _profiles(profiles: dict[Key, dict]) -> list[str]:
@@ -321,6 +333,12 @@ def _details(results: dict, flops: dict, mms: tuple[dict, dict]) -> list[str]:
     return lines
 
 
+def _runs(md: str) -> str:
+    """How many fresh children per contender and case ``md`` reports, in words."""
+    n = int(re.search(r"the fastest of (\d+) per contender", md).group(1))
+    return {2: "two", 3: "three", 4: "four", 5: "five"}.get(n, str(n))
+
+
 def readme_section(md: str) -> str:
     """The README "Probes" section: how to run, the goals, and the latest table."""
     lines = md.splitlines()
@@ -339,7 +357,8 @@ def readme_section(md: str) -> str:
         "(per-row Dataset + `DataLoader(batch_size=32, shuffle=True)`, default "
         "`torch.optim.AdamW`, per-batch `.item()`, a Python loop of 2,000 sklearn "
         "`mean_absolute_error`/`roc_auc_score` calls), each probe at `max_clips` 1 and 8 "
-        "(fusion_dim 256) and fused at fusion_dim 1024, the fastest of two fresh children per "
+        f"(fusion_dim 256) and fused at fusion_dim 1024, the fastest of {_runs(md)} fresh "
+        "children per "
         "contender and case (interleaved), 1 thread each, full epochs, nothing extrapolated. "
         "It counts each side's "
         "executed FLOPs (`probe_flops.py`: torch's `FlopCounterMode`) and the model FLOPs "
@@ -349,7 +368,7 @@ def readme_section(md: str) -> str:
         "run, so achieved GFLOP/s sit next to the ceiling; for the fused probe it adds a "
         "`torch.profiler` breakdown of the fit (`probe_profile.py`).", "",
         "```bash",
-        "python benchmarks/probes_bench.py     # ~8-10 min on 2 cores; writes results/probes.md "
+        "python benchmarks/probes_bench.py     # ~13-15 min on 2 cores; writes results/probes.md "
         "and this section",
         "python benchmarks/probes_bench.py --clips 1 --probes echo --fused-1024-clips "
         "--no-readme --out-md /tmp/p.md   # quick look",
