@@ -253,7 +253,8 @@ def main() -> int:
     ap.add_argument("--no-readme", action="store_true")
     args = ap.parse_args()
 
-    from probes_report import readme_section, render, replace_section
+    from probes_readme import readme_section, replace_section
+    from probes_report import render
     from rightsize.atomic import write_text
     from rightsize.params import load_block
     from rightsize.probes.config import TrainConfig
