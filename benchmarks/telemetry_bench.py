@@ -24,14 +24,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _measure as ms  # noqa: E402
 from _measure import Measurement, child_json, machine_info, run_process  # noqa: E402
+from telemetry_report import CONTENDERS, case_rows, goals_section, render  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 RAMPNET = REPO.parent / "shared" / "telemetry" / "rampnet1_stage2"
 RESULTS = REPO / "benchmarks" / "results" / "telemetry.md"
 HEAVY = ("torch", "sklearn", "pandas")
-CONTENDERS = ("rightsize", "tbparse", "tensorboard")
-LABELS = {"rightsize": "rightsize scalars", "tbparse": "tbparse SummaryReader",
-          "tensorboard": "TensorBoard EventAccumulator"}
 
 
 def _tag_summary(tags: list[str], counts: list[int], step_sum: int, rows: int) -> dict:
@@ -222,78 +220,6 @@ def _failed(what: str, m: Measurement) -> str:
     return f"{what}: exit {m.rc}: `{ms.last_line(m)}`"
 
 
-def _fmt(x: float | None, digits: int = 2) -> str:
-    return "—" if x is None else f"{x:.{digits}f}"
-
-
-def case_rows(name: str, res: dict) -> tuple[list[list[str]], dict]:
-    """Markdown rows for one case, and the numbers the goals are judged on."""
-    e2e, inner, checks = res["e2e"], res["inner"], res["checks"]
-    ok = {c: [m for m in ms if m.rc == 0 and not m.timed_out] for c, ms in e2e.items()}
-    best = {c: min((m.wall_s for m in ms), default=None) for c, ms in ok.items()}
-    rss = {c: max((m.max_rss_mb for m in ms), default=None) for c, ms in ok.items()}
-    read = {c: min((d["read_s"] for d in ds), default=None) for c, ds in inner.items()}
-    read_rss = {c: max((d["read_hwm_mb"] for d in ds), default=None) for c, ds in inner.items()}
-    ref = checks.get("tbparse") or next((v for v in checks.values() if v), None)
-    rows_of: dict[str, str] = {}
-    for c, v in checks.items():
-        if v is None:
-            rows_of[c] = "—"
-        else:
-            same = ref is None or (v["rows"], v["tags"], v["step_sum"]) == (
-                ref["rows"], ref["tags"], ref["step_sum"])
-            rows_of[c] = f"{v['rows']:,}" + ("" if same else " **MISMATCH**")
-    out = []
-    for mode, wall, peak in (("whole process", best, rss), ("read only", read, read_rss)):
-        base = wall.get("tbparse")
-        for c in CONTENDERS:
-            if c not in e2e:
-                continue
-            n = len(ok[c]) if mode == "whole process" else len(inner[c])
-            timed_out = any(m.timed_out for m in e2e[c])
-            speed = (f"{base / wall[c]:.1f}×" if base and wall.get(c) else "—")
-            runs = f"best of {n}" if n > 1 else ("timed out" if timed_out else "once")
-            out.append([name, LABELS[c], mode, _fmt(wall.get(c)), speed, _fmt(peak.get(c), 0),
-                        rows_of[c], runs])
-    ours = inner.get("rightsize") or [{}]
-    nums = {"e2e": best, "rss": rss, "read": read, "read_rss": read_rss,
-            "nbytes": ours[0].get("nbytes"), "heavy_in_read": ours[0].get("heavy_modules"),
-            "mismatch": any("MISMATCH" in v for v in rows_of.values())}
-    return out, nums
-
-
-def _goal(label: str, ok: bool | None, detail: str) -> str:
-    mark = "n/a" if ok is None else ("PASS" if ok else "FAIL")
-    return f"| {label} | {detail} | {mark} |"
-
-
-def goals_section(nums: dict[str, dict]) -> list[str]:
-    """Goal / floor checks against tbparse, whole process and read only."""
-    lines = ["| goal | measured | result |", "|---|---|---|"]
-    for case, need in (("RampNet", 8.0), ("generated", 7.0)):
-        n = nums.get(case)
-        if not n:
-            continue
-        for mode, key in (("whole process", "e2e"), ("read only", "read")):
-            t, o = n[key].get("tbparse"), n[key].get("rightsize")
-            sp = t / o if t and o else None
-            detail = "—" if sp is None else f"{sp:.1f}× ({o:.2f} s vs {t:.2f} s)"
-            lines.append(_goal(f"{case} {mode} ≥ {need:g}× tbparse (goal)",
-                               None if sp is None else sp >= need, detail))
-            lines.append(_goal(f"{case} {mode} ≥ 4× tbparse (floor)",
-                               None if sp is None else sp >= 4.0, detail))
-        if case == "generated" and n.get("nbytes"):
-            limit = 2 * n["nbytes"] / 2**20 + 100
-            for mode, key in (("whole process", "rss"), ("read only", "read_rss")):
-                peak = n[key].get("rightsize")
-                lines.append(_goal(
-                    f"{case} {mode} peak RSS ≤ 2 × result + 100 MB = {limit:.0f} MB",
-                    None if peak is None else peak <= limit,
-                    "—" if peak is None
-                    else f"{peak:.0f} MB (result {n['nbytes'] / 2**20:.0f} MB)"))
-    return lines
-
-
 def startup_section(root: Path, tmp: Path, repeat: int) -> list[str]:
     """``rightsize scalars --help`` process time and heavy modules after the verb."""
     helps = [run_process([*_cli(), "scalars", "--help"], timeout_s=60) for _ in range(repeat)]
@@ -311,22 +237,6 @@ def startup_section(root: Path, tmp: Path, repeat: int) -> list[str]:
         f"(exit {mods['rc']}): {heavy} — "
         f"**{'OK' if not mods['after_verb'] and not mods['after_parser'] else 'FAIL'}**.",
     ]
-
-
-def render(machine: dict, table: list[list[str]], goals: list[str], startup: list[str],
-           notes: list[str]) -> str:
-    """The markdown report."""
-    head = ["case", "contender", "mode", "wall s", "speed-up vs tbparse", "peak RSS MB", "rows",
-            "runs"]
-    lines = ["# Telemetry reader benchmark", "",
-             "Generated by `python benchmarks/telemetry_bench.py`; all numbers from one run on "
-             "one machine.", "",
-             *(f"- **{k}**: {v}" for k, v in machine.items()), "",
-             "| " + " | ".join(head) + " |", "|" + "---|" * len(head),
-             *("| " + " | ".join(r) + " |" for r in table), "",
-             "## Goals", "", *goals, "", "## Start-up", "", *startup, "", "## Notes", "",
-             *notes, ""]
-    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
