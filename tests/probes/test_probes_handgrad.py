@@ -71,3 +71,20 @@ def test_hand_written_dropout_is_live_in_train_mode():
     assert losses[0] != losses[1]
     model.eval()
     assert model.loss_backward(enc, y) == model.loss_backward(enc, y)
+
+
+@pytest.mark.parametrize("name", sorted(MAKERS))
+def test_a_step_after_the_gradients_were_dropped_fills_fresh_ones(name):
+    model = _model(MAKERS[name], 8)
+    x, y = _inputs(5, 42), torch.linspace(-1, 1, 42, dtype=torch.float64)
+    enc = model.encode(*x)
+    torch.manual_seed(0)
+    model.loss_backward(enc, y)
+    first = {n: p.grad.clone() for n, p in model.named_parameters()}
+    for p in model.parameters():
+        p.grad = None                          # what zero_grad(set_to_none=True) does
+    torch.manual_seed(0)
+    model.loss_backward(enc, y)
+    for n, p in model.named_parameters():
+        assert p.grad is not None, n
+        torch.testing.assert_close(p.grad, first[n], rtol=0, atol=0, msg=n)

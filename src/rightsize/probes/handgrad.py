@@ -16,15 +16,22 @@ def grad_buffers(model: nn.Module) -> dict[str, torch.Tensor]:
     """Each trainable parameter's ``.grad`` by name, allocated (contiguous) if missing.
 
     The same tensors are reused every step: products write their gradients straight into
-    them (``out=``), and no fresh multi-megabyte buffer has to be faulted in per step.
+    them (``out=``), and no fresh multi-megabyte buffer has to be faulted in per step. The
+    answer is kept on the model and reused while every parameter still holds the same
+    ``.grad`` tensor (walking the module tree each step costs ~0.1 ms).
     """
-    grads = {}
+    cached = model.__dict__.get("_grad_buffers")
+    if cached is not None and all(p.grad is g for p, g in cached[0]):
+        return cached[1]
+    grads, pairs = {}, []
     for name, p in model.named_parameters():
         if not p.requires_grad:
             continue
         if p.grad is None or p.grad.shape != p.shape or not p.grad.is_contiguous():
             p.grad = torch.empty_like(p, memory_format=torch.contiguous_format)
         grads[name] = p.grad
+        pairs.append((p, p.grad))
+    model.__dict__["_grad_buffers"] = (pairs, grads)
     return grads
 
 
