@@ -257,13 +257,13 @@ def _loss_and_grads(m: CrossAttnFusedProbe, echo: torch.Tensor, clip_mask: torch
     d_xg += mm(d_pv, e2g.v.weight)
     d_xg[:r_g + 1] += mm(d_pq, g2e.q.weight)
     d_xg[:r_g] += mm(c_g.t(), d_yg)
-    d_xg[r_g] += d_yg.sum(0)
+    d_xg[r_g] += gr["ecg_to_echo.out.bias"]                  # = d_yg summed over rows
     d_xe = mm(d_ke, g2e.k.weight)
     d_xe += mm(d_ve, g2e.v.weight)
     d_xe[:r_e + 1] += mm(d_qe, e2g.q.weight)
     d_xe_r = d_xe[:r_e]
     d_xe_r += mm(c_e.reshape(b * c, r_e).t(), d_ye.reshape(b * c, d))
-    d_xe[r_e] += d_ye.sum((0, 1))
+    d_xe[r_e] += gr["echo_to_ecg.out.bias"]                  # = d_ye summed over rows, clips
     mm(d_xe[:r_e].t(), m.norm_echo.basis.t(), out=gr["echo_proj.weight"])
     gr["echo_proj.bias"].copy_(d_xe[r_e])
     gr["echo_null"].copy_(d_xe[r_e + 1].view(1, 1, d))
