@@ -2,10 +2,11 @@
 
 Torch probes: the whole train split lives in tensors on the device, already through the
 probe's fixed normalization (``encode``: rank-``pca_rank`` coordinates); each epoch draws one
-``torch.randperm`` from a seeded generator and every batch is an index slice of it (no
-per-row Python, no DataLoader). The loss is MSE on the train-standardized LVEF; the epoch
-with the lowest validation MSE is kept. Step losses stay on the device and are read once
-per epoch; each step's wall time is recorded as it happens, for the event log.
+``torch.randperm`` from a seeded generator, gathers the split in that order once, and every
+batch is a row slice of the result (no per-row Python, no DataLoader). The loss is MSE on
+the train-standardized LVEF; the epoch with the lowest validation MSE is kept. Step losses
+stay on the device and are read once per epoch; each step's wall time is recorded as it
+happens, for the event log.
 
 The ``ecg`` probe is closed-form (Ridge + LogisticRegression): one "epoch".
 """
@@ -167,13 +168,15 @@ def _fit_torch(name: str, train: SplitData, val: SplitData, std: Standardizer,
     for epoch in range(1, epochs + 1):
         model.train()
         perm = torch.randperm(n, generator=gen).to(device)
+        # one gather per epoch; each batch is then a contiguous row slice (a view)
+        shuffled = {key: t[perm] for key, t in tr.items()}
+        y_shuffled = y[perm]
         walls: list[float] = []
         for k in range(n_steps):
-            idx = perm[k * bs:(k + 1) * bs]
-            batch = {key: t[idx] for key, t in tr.items()}
+            batch = {key: t[k * bs:(k + 1) * bs] for key, t in shuffled.items()}
             if p_drop > 0:
                 batch = _modality_dropout(batch, p_drop, gen)
-            step_loss[k] = model.loss_backward(batch, y[idx])        # replaces every .grad
+            step_loss[k] = model.loss_backward(batch, y_shuffled[k * bs:(k + 1) * bs])
             opt.step()
             walls.append(time.time())
         losses = step_loss.to("cpu", torch.float64)
