@@ -62,6 +62,15 @@ class FeatureNorm(nn.Module):
         """
         return weight @ self.basis if self.rank else weight
 
+    def unlift(self, grad: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+        """The gradient for ``W`` from the gradient for ``lift(W)``: ``grad B^T`` (out, dim).
+
+        With no basis ``lift`` is the identity and so is this; ``out`` receives the result.
+        """
+        if not self.rank:
+            return grad if out is None else out.copy_(grad)
+        return torch.mm(grad, self.basis.t(), out=out)
+
 
 def masked_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Mean of ``x`` (B, c, ...) over the clips where ``mask`` (B, c) is True; 0 with none."""

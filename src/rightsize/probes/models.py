@@ -141,8 +141,7 @@ class EchoAttnProbe(ProbeModule):
         d_s = w * (d_out.unsqueeze(1) * v - (d_wv * v).sum(1, keepdim=True))   # d score
         d_coords = torch.mm(torch.stack([d_s[:, 1:], d_wv[:, 1:]]).view(2, b * c), flat)
         d_null_sv = torch.stack([d_s[:, 0].sum(), d_wv[:, 0].sum()])           # (2,)
-        basis = self.norm_echo.basis if self.norm_echo.rank else None
-        d_qh = d_coords if basis is None else torch.mm(d_coords, basis.t())    # (2, dim)
+        d_qh = self.norm_echo.unlift(d_coords)                                 # (2, dim)
         d_qh.addr_(d_null_sv, null)
         gr["query.weight"].copy_(d_qh[:1])
         gr["head.weight"].copy_(d_qh[1:])
@@ -209,10 +208,7 @@ class ConcatMLPProbe(ProbeModule):
             g_w = grads["mlp.0.weight"]
             for norm, x, cols in ((self.norm_echo, x_e, g_w[:, :de]),
                                   (self.norm_ecg, x_g, g_w[:, de:])):
-                if norm.rank:
-                    torch.mm(d_h.t() @ x, norm.basis.t(), out=cols)
-                else:
-                    torch.mm(d_h.t(), x, out=cols)
+                norm.unlift(d_h.t() @ x, out=cols)
             return loss
 
 
