@@ -57,12 +57,20 @@ def test_deltas_add_up(report, rampnet_table):
     assert report["relogged_steps"] == sum(r["steps"] for r in segs) - report["max_step"]
 
 
-def test_hours(report):
+def test_hours(report, rampnet_table):
     assert report["epoch_hours"] == pytest.approx(
         report["steps_per_epoch"] * report["step_time_s"]["median"] / 3600)
     assert report["gpu_hours_per_epoch"] == pytest.approx(16 * report["epoch_hours"])
-    spans = [r["end_time"] - r["start_time"] for r in report["segment_table"] if r["steps"]]
+    # active = per segment, last logged training step - first (the RampNet write-up's count)
+    col = rampnet_table.columns
+    tag = np.asarray(col.column("tag").to_pylist())
+    is_step = tag == report["step_tag"]
+    wall, file = col.column("wall_time").to_numpy()[is_step], col.column("file").to_numpy()[is_step]
+    spans = [wall[file == f][-1] - wall[file == f][0] for f in np.unique(file)]
     assert report["active_hours"] == pytest.approx(sum(spans) / 3600)
+    assert round(report["active_hours"], 1) == 44.7          # published: 44.7 h active
+    assert round(report["calendar_hours"], 1) == 74.6        # over 74.6 h of calendar
+    assert round(report["calendar_overhead"], 2) == 1.67     # x1.67
     starts = [r["start_time"] for r in report["segment_table"]]
     ends = [r["end_time"] for r in report["segment_table"]]
     assert report["calendar_hours"] == pytest.approx((max(ends) - min(starts)) / 3600)

@@ -131,8 +131,14 @@ def test_header_only_and_empty_runs(make_table):
     r = cost_report(table, cfg())
     assert r["launches"] == 2 and r["segments"] == 1 and r["header_only_files"] == 1
     assert r["calendar_hours"] == pytest.approx(15.0 / 3600)
-    assert r["active_hours"] == pytest.approx(6.0 / 3600)
-    assert r["calendar_overhead"] == pytest.approx(2.5)
+    # active runs from the first logged step (10) to the last (11); the header at 5 is start-up
+    assert r["active_hours"] == pytest.approx(1.0 / 3600)
+    assert r["startup_hours"] == pytest.approx(5.0 / 3600)
+    acc = r["account"]
+    assert acc["useful_steps"] * 3600 == pytest.approx(1.0)
+    assert acc["waiting"] * 3600 == pytest.approx(9.0)      # 11 -> the dead launch at 20
+    assert acc["total"] == pytest.approx(r["calendar_hours"])
+    assert r["calendar_overhead"] == pytest.approx(15.0)
     with pytest.raises(DataError, match="no scalar points"):
         cost_reports(make_table([{"start": 1.0}]), cfg())
 

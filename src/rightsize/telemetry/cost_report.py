@@ -11,8 +11,15 @@ spacing when it has one, else from records) with ``steps_per_epoch_from_val`` an
 ``steps_per_epoch_from_records``; ``epoch_hours`` (steps/epoch x median / 3600) and
 ``gpu_hours_per_epoch``; ``max_step``; ``epochs_run`` (steps done / steps per epoch) and
 ``val_epochs`` (distinct val points); ``active_hours`` (sum over segments of first to last
-event, header included), ``calendar_hours`` (first to last event over all launches) and
-``calendar_overhead`` (their ratio); ``launches``, ``segments``, ``header_only_files``;
+logged training step, as the RampNet write-up counts active compute), ``startup_hours`` and
+``tail_hours`` (per segment: first event to first step, last step to last event; summed),
+``calendar_hours`` (first to last event over all launches) and ``calendar_overhead`` (their
+ratio); ``account`` (where every calendar hour went, :mod:`rightsize.telemetry.account`);
+``checkpoints`` (restarts, checkpoint interval and write cost, Young/Daly:
+:mod:`rightsize.telemetry.checkpoints`); ``epochs_after_best`` and
+``compute_hours_after_best``; ``eta`` with a target epoch count (:mod:`rightsize.telemetry.eta`);
+``partial_tail_bytes`` (an unfinished last record at the end of the newest file: a live file,
+not damage); ``launches``, ``segments``, ``header_only_files``;
 ``relogged_steps`` (step-tag rows superseded by a later logging of the same step);
 ``best_epoch``/``best_val``; ``damaged_records``/``damaged_bytes``; the geometry used;
 ``units_per_s``, ``achieved_tflops_per_gpu`` and ``mfu`` with FLOPs given; ``projection``.
@@ -27,9 +34,12 @@ import numpy as np
 
 from rightsize.errors import DataError, InputError
 from rightsize.telemetry import cost
+from rightsize.telemetry.account import account
+from rightsize.telemetry.checkpoints import checkpoints
+from rightsize.telemetry.eta import eta
 from rightsize.telemetry.projection import mfu, projection
 from rightsize.telemetry.report_config import ReportConfig
-from rightsize.telemetry.table import FileInfo, ScalarTable
+from rightsize.telemetry.table import FileInfo, Problem, ScalarTable
 
 log = logging.getLogger(__name__)
 
@@ -94,14 +104,20 @@ def cost_report(table: ScalarTable, cfg: ReportConfig, run: str | None = None) -
 
     max_step = int(s.step.max())
     epoch_hours = None if median is None else spe * median / 3600.0
-    seg_rows, active_s = _segments(launches, s, times)
+    seg_rows = _segments(launches, s, times)
+    acc = account(launches, s, cfg.gap_s)
+    active_s = acc.active
     firsts = [f.first_wall_time for _, f in launches if f.first_wall_time is not None]
     lasts = [f.last_wall_time for _, f in launches if f.last_wall_time is not None]
     calendar_s = (max(lasts) - min(firsts)) if firsts and lasts else None
     overhead = calendar_s / active_s if calendar_s is not None and active_s > 0 else None
+    if acc.overlap > 1.0:
+        warnings.append(f"run {run!r}: segments overlap in time by {acc.overlap / 3600:.3g} h "
+                        "(two processes logging at once); the account counts it twice")
 
-    curve, best_epoch, best_val = _val_curve(series.get(val_tag), base, spe, cfg.best)
-    damage = _damage(table, launches)
+    curve, best_epoch, best_val, best_step = _val_curve(series.get(val_tag), base, spe,
+                                                        cfg.best)
+    damage, partial = _damage(table, launches)
     for p in damage:
         warnings.append(f"{p['file']}: {p['kind']} at byte {p['offset']} "
                         f"({p['bytes_skipped']} bytes skipped)")
@@ -120,15 +136,24 @@ def cost_report(table: ScalarTable, cfg: ReportConfig, run: str | None = None) -
         "epochs_run": (max_step - base + 1) / spe,
         "val_epochs": len(curve),
         "active_hours": active_s / 3600.0,
+        "startup_hours": acc.seconds["startup"] / 3600.0,
+        "tail_hours": acc.seconds["tail"] / 3600.0,
         "calendar_hours": None if calendar_s is None else calendar_s / 3600.0,
         "calendar_overhead": overhead,
+        "account": acc.hours(),
+        "checkpoints": checkpoints(acc, median, max_step),
         "launches": len(launches),
         "segments": sum(1 for r in seg_rows if r["steps"]),
         "header_only_files": sum(1 for _, f in launches if f.header_only),
         "relogged_steps": cost.relogged(s),
         "best_epoch": best_epoch,
         "best_val": best_val,
+        "epochs_after_best": (None if best_step is None
+                              else (max_step - best_step) / spe),
+        "compute_hours_after_best": (None if best_step is None or median is None
+                                     else (max_step - best_step) * median / 3600.0),
         "damaged_records": len(damage),
+        "partial_tail_bytes": sum(p["bytes_skipped"] for p in partial),
         "damaged_bytes": sum(p["bytes_skipped"] for p in damage),
         "train_records": cfg.train_records,
         "global_batch": cfg.global_batch,
@@ -144,7 +169,16 @@ def cost_report(table: ScalarTable, cfg: ReportConfig, run: str | None = None) -
             cfg.projection, train_records=cfg.train_records, global_batch=cfg.global_batch,
             gpus=cfg.gpus, drop_last=cfg.drop_last, median_step_s=median,
             calendar_overhead=overhead)
+    if cfg.target_epochs is not None:
+        last = acc.segments[-1].file if acc.segments else None
+        seg_med = None if last is None else times.quantiles(last)["median"]
+        report["eta"] = eta(
+            target_epochs=cfg.target_epochs, steps_per_epoch=spe, base=base, max_step=max_step,
+            step_s=seg_med if seg_med is not None else median,
+            step_s_source="last segment's median" if seg_med is not None else "run median",
+            calendar_overhead=overhead, as_of=max(lasts) if lasts else None)
     report["val_curve"] = curve
+    report["partial_tail"] = partial
     report["segment_table"] = seg_rows
     report["damage"] = damage
     report["warnings"] = warnings
@@ -152,10 +186,9 @@ def cost_report(table: ScalarTable, cfg: ReportConfig, run: str | None = None) -
 
 
 def _segments(launches: list[tuple[int, FileInfo]], s: cost.Series,
-              times: cost.StepTimes) -> tuple[list[dict[str, Any]], float]:
-    """One row per launch, and the summed span (seconds) of the segments."""
+              times: cost.StepTimes) -> list[dict[str, Any]]:
+    """One row per launch."""
     rows = []
-    active = 0.0
     for i, f in launches:
         m = s.file == i
         steps = s.step[m]
@@ -165,7 +198,6 @@ def _segments(launches: list[tuple[int, FileInfo]], s: cost.Series,
             walls = s.wall[m]
             start = float(walls.min()) if start is None else min(start, float(walls.min()))
             end = float(walls.max()) if end is None else max(end, float(walls.max()))
-            active += end - start
         rows.append({
             "file": f.path,
             "host": f.host,
@@ -174,38 +206,57 @@ def _segments(launches: list[tuple[int, FileInfo]], s: cost.Series,
             "last_step": int(steps[-1]) if n else None,
             "start_time": start,
             "end_time": end,
+            "first_step_time": float(s.wall[m][0]) if n else None,
+            "last_step_time": float(s.wall[m][-1]) if n else None,
             "steps": n,
             "deltas_kept": int((times.kept & (times.file == i)).sum()),
             "median_step_s": times.quantiles(i)["median"],
             "header_only": f.header_only,
         })
-    return rows, active
+    return rows
 
 
-def _val_curve(s: cost.Series | None, base: int, spe: int,
-               best: str) -> tuple[list[dict[str, Any]], int | float | None, float | None]:
-    """Val points (one per step, later value wins), and the best epoch and value."""
+def _val_curve(s: cost.Series | None, base: int, spe: int, best: str
+               ) -> tuple[list[dict[str, Any]], int | float | None, float | None, int | None]:
+    """Val points (one per step, later value wins), and the best epoch, value and step."""
     if s is None or len(s) == 0:
-        return [], None, None
+        return [], None, None, None
     steps, values, _ = cost.latest_per_step(s)
     epochs = cost.epoch_of(steps, base, spe)
     curve = [{"epoch": e, "step": int(st), "value": float(v)}
              for e, st, v in zip(epochs, steps, values, strict=True)]
     finite = np.isfinite(values)
     if not finite.any():
-        return curve, None, None
+        return curve, None, None, None
     masked = np.where(finite, values, np.inf if best == "min" else -np.inf)
     k = int(np.argmin(masked) if best == "min" else np.argmax(masked))
-    return curve, epochs[k], float(values[k])
+    return curve, epochs[k], float(values[k]), int(steps[k])
 
 
-def _damage(table: ScalarTable, launches: list[tuple[int, FileInfo]]) -> list[dict[str, Any]]:
-    """Problems met in this run's files (all problems when the table holds one run)."""
+def _damage(table: ScalarTable, launches: list[tuple[int, FileInfo]]
+            ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Problems met in this run's files (all problems when the table holds one run), split
+    into damage and the partial last record of a live file (see :func:`is_live_tail`)."""
     paths = {f.path for _, f in launches}
     single = len(table.runs) <= 1
 
     def ours(name: str) -> bool:
         return single or name in paths or any(name.endswith("/" + p) for p in paths)
 
-    return [{"file": p.file, "offset": p.offset, "kind": p.kind, "bytes_skipped": p.bytes_skipped}
-            for p in table.problems if ours(p.file)]
+    damage, partial = [], []
+    for p in table.problems:
+        if ours(p.file):
+            row = {"file": p.file, "offset": p.offset, "kind": p.kind,
+                   "bytes_skipped": p.bytes_skipped}
+            (partial if is_live_tail(p, launches) else damage).append(row)
+    return damage, partial
+
+
+def is_live_tail(p: Problem, launches: list[tuple[int, FileInfo]]) -> bool:
+    """True for a record cut short at the very end of the run's newest file: the normal end of
+    a file still being written, not damage."""
+    if p.kind not in ("truncated_header", "truncated_payload") or not launches:
+        return False
+    newest = launches[-1][1]
+    same = p.file == newest.path or p.file.endswith("/" + newest.path)
+    return same and p.offset + p.bytes_skipped == newest.size

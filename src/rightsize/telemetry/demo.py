@@ -2,8 +2,10 @@
 
 The run looks like a rescued multi-node job: several launches on different hosts (some with
 dotted names), each resuming from the last checkpoint before the previous launch died (so
-steps are re-logged), queue waits between launches, validation pauses and one stall inside
-launches, and a few header-only launches that died at start-up. ``Loss/train_step`` is logged
+steps are re-logged), queue waits between launches, start-up before each launch's first step,
+a close event some seconds after the last step (the tail), validation pauses and one stall
+inside launches, a checkpoint every ``checkpoint_every`` steps whose write slows the step
+after it, and a few header-only launches that died at start-up. ``Loss/train_step`` is logged
 every ``log_every`` steps, ``Loss/val_epoch`` at the step closing each epoch. One launch is
 preempted right after logging validation, so its successor re-logs that epoch's value.
 
@@ -64,12 +66,15 @@ class Launch:
     walls: list[float] = field(default_factory=list)
     values: list[float] = field(default_factory=list)
     pause_before: list[bool] = field(default_factory=list)  # planted pause since last logged
+    write_before: list[bool] = field(default_factory=list)  # checkpoint write since last logged
     vals: list[tuple[int, float, float]] = field(default_factory=list)  # (step, wall, value)
+    close: float | None = None      # wall time of the bare close event after the last step
 
     @property
     def end(self) -> float:
         """Wall time of the last event written."""
-        return max([self.start, *self.walls, *(w for _, w, _ in self.vals)])
+        close = [] if self.close is None else [self.close]
+        return max([self.start, *self.walls, *(w for _, w, _ in self.vals), *close])
 
 
 def plan(cfg: DemoConfig) -> list[Launch]:
@@ -80,6 +85,8 @@ def plan(cfg: DemoConfig) -> list[Launch]:
     t_step = float(rng.uniform(0.35, 0.6))
     stall_at = int(rng.integers(spe // 2, total - spe // 2))
     val_curve = 0.55 + 0.6 / np.arange(1, 5) + rng.normal(0, 0.06, 4)
+    extra = np.random.default_rng([cfg.seed, 14])   # checkpoint writes and close events
+    write_s = float(extra.uniform(2.0, 6.0))
     planted_val_preempt = False
     launches: list[Launch] = []
     t = 1.7e9 + float(rng.uniform(0, 1e7))
@@ -93,8 +100,11 @@ def plan(cfg: DemoConfig) -> list[Launch]:
         if not planted_val_preempt and done + ck < boundary <= done + 2 * length:
             end, planted_val_preempt = min(boundary, total), boundary <= total
         w = t + float(rng.uniform(60, 300))           # start-up before the first step
-        paused = False
+        paused = wrote = False
         for step in range(done + 1, end + 1):
+            if (step - 1) % ck == 0 and step - 1 > done:   # checkpoint written after step-1
+                w += write_s * (1 + 0.05 * float(extra.standard_normal()))
+                wrote = True
             w += t_step * speed * (1 + 0.03 * float(rng.standard_normal()))
             if rng.random() < 0.002:
                 w += float(rng.uniform(5, 120))      # hiccup: slow but not a pause
@@ -107,12 +117,15 @@ def plan(cfg: DemoConfig) -> list[Launch]:
                 seg.walls.append(w)
                 seg.values.append(float(loss))
                 seg.pause_before.append(paused)
-                paused = False
+                seg.write_before.append(wrote)
+                paused = wrote = False
             if step % spe == 0:
                 w += float(rng.uniform(cfg.gap_s + 50, cfg.gap_s + 400))   # validation
                 e = step // spe
                 seg.vals.append((step, w, float(val_curve[e - 1] + rng.normal(0, 0.01))))
                 paused = True
+        if not seg.vals or seg.vals[-1][0] != end:
+            seg.close = w + float(extra.uniform(5.0, 90.0))
         launches.append(seg)
         done = end if end == total else ((end - 1) // ck) * ck
         t = seg.end + float(rng.uniform(900, 3 * 3600))     # queue wait before the requeue
@@ -134,6 +147,7 @@ def _retime(launches: list[Launch], rng: np.random.Generator) -> None:
                 seg.start += shift
                 seg.walls = [w + shift for w in seg.walls]
                 seg.vals = [(s, w + shift, v) for s, w, v in seg.vals]
+                seg.close = None if seg.close is None else seg.close + shift
             t_prev = seg.end
         else:
             seg.start = (t_prev or 1.7e9) + float(rng.uniform(900, 3600))
@@ -170,7 +184,7 @@ def truth(cfg: DemoConfig, launches: list[Launch]) -> dict[str, Any]:
         "max_step": max_step,
         "epochs_run": max_step / cfg.steps_per_epoch,
         "val_epochs": len(curve),
-        "active_hours": sum(seg.end - seg.start for seg in segs) / 3600.0,
+        "active_hours": sum(seg.walls[-1] - seg.walls[0] for seg in segs) / 3600.0,
         "calendar_hours": (max(s.end for s in launches) - min(s.start for s in launches)) / 3600,
         "launches": len(launches),
         "segments": len(segs),
@@ -181,6 +195,45 @@ def truth(cfg: DemoConfig, launches: list[Launch]) -> dict[str, Any]:
         "best_val": best["value"] if best else None,
         "val_curve": curve,
         "hosts": sorted({seg.host for seg in launches}),
+        **account_truth(cfg, launches, float(med)),
+    }
+
+
+def account_truth(cfg: DemoConfig, launches: list[Launch], median: float) -> dict[str, Any]:
+    """The planted account (hours), restarts and checkpoint cost, from the plan's flags."""
+    segs = [seg for seg in launches if seg.steps]
+    parts = dict.fromkeys(("useful_steps", "redone_steps", "in_segment_pauses"), 0.0)
+    extra: list[np.ndarray] = []
+    prior = None
+    lost = []
+    for seg in segs:
+        s, w = np.asarray(seg.steps, np.int64), np.asarray(seg.walls, np.float64)
+        ds, dw = np.diff(s), np.diff(w)
+        pause = np.asarray(seg.pause_before[1:], bool)
+        wrote = np.asarray(seg.write_before[1:], bool) & ~pause
+        p = -1 if prior is None else prior
+        share = np.clip(p - s[:-1], 0, ds) / ds
+        parts["in_segment_pauses"] += float(dw[pause].sum())
+        parts["redone_steps"] += float((dw * share)[~pause].sum())
+        parts["useful_steps"] += float((dw * (1 - share))[~pause].sum())
+        extra.append(dw[wrote] - median * ds[wrote])
+        if prior is not None:
+            lost.append(max(0, min(prior, int(s.max())) - int(s[0]) + (cfg.log_every - 1) + 1))
+        prior = int(s.max()) if prior is None else max(prior, int(s.max()))
+    calendar = max(x.end for x in launches) - min(x.start for x in launches)
+    parts["startup"] = sum(seg.walls[0] - seg.start for seg in segs)
+    parts["tail"] = sum(seg.end - seg.walls[-1] for seg in segs)
+    parts["waiting"] = calendar - sum(seg.end - seg.start for seg in segs)
+    x = np.concatenate(extra)
+    return {
+        "account": {k: v / 3600.0 for k, v in parts.items()},
+        "startup_hours": parts["startup"] / 3600.0,
+        "tail_hours": parts["tail"] / 3600.0,
+        "restarts": len(segs) - 1,
+        "lost_steps_per_restart": float(np.mean(lost)) if lost else None,
+        "checkpoint_interval_steps": cfg.checkpoint_every,
+        "checkpoint_write_s": float(np.median(x)) if x.size else None,
+        "checkpoint_writes": int(x.size),
     }
 
 
@@ -194,6 +247,8 @@ def write_run(dest: Path, launches: list[Launch]) -> list[Path]:
             events += [(w, 1, s, v) for s, w, v in seg.vals]
             for w, kind, s, v in sorted(events):
                 wr.add_scalar(VAL_TAG if kind else STEP_TAG, v, s, w)
+            if seg.close is not None:
+                wr.add_event(seg.close, seg.steps[-1] if seg.steps else 0)
             paths.append(wr.path)
     return paths
 

@@ -42,6 +42,7 @@ class ReportConfig:
     peak_tflops: float | None = None
     projection: ProjectionConfig | None = None
     best: str = "min"                  # "min" (a loss) or "max" (a score) picks the best epoch
+    target_epochs: int | None = None   # ETA: steps and hours left to reach this many epochs
 
     def validate(self) -> None:
         """Raise ``ParamsError`` naming the flag that is out of range."""
@@ -55,6 +56,8 @@ class ReportConfig:
         if self.flops_per_unit is not None and self.peak_tflops is not None:
             require(self.flops_per_unit > 0, "--flops-per-unit", "must be > 0")
             require(self.peak_tflops > 0, "--peak-tflops", "must be > 0")
+        if self.target_epochs is not None:
+            check_positive_int(self.target_epochs, "--target-epochs")
         if self.projection is not None:
             check_positive_int(self.projection.base_records, "--base-records")
             check_positive_int(self.projection.base_units, "--base-units")
@@ -86,6 +89,7 @@ class RunParams:
     peak_tflops: float | None = None
     step_tag: str | None = None
     val_tag: str | None = None
+    target_epochs: int | None = None
 
     def validate(self, key: str) -> None:
         """Check ranges and that the projection keys come together."""
@@ -99,6 +103,8 @@ class RunParams:
         for name in ("base_records", "base_units", "records", "flops_per_unit", "peak_tflops"):
             v = getattr(self, name)
             require(v is None or v > 0, f"{key}.{name}", f"must be > 0, got {v}")
+        require(self.target_epochs is None or self.target_epochs > 0, f"{key}.target_epochs",
+                f"must be > 0, got {self.target_epochs}")
         for i, e in enumerate(self.epochs or ()):
             require(e > 0, f"{key}.epochs[{i}]", f"must be > 0, got {e}")
         require((self.flops_per_unit is None) == (self.peak_tflops is None),
@@ -162,6 +168,7 @@ def resolve(flags: dict[str, object], run: RunParams | None = None,
         peak_tflops=pick("peak_tflops"),
         projection=projection,
         best=str(flags.get("best") or "min"),
+        target_epochs=pick("target_epochs"),
     )
     cfg.validate()
     return cfg

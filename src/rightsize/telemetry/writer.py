@@ -80,6 +80,10 @@ class EventWriter:
         """Write several tags at one step as one event."""
         self._fh.write(frame(encode_event(wall_time, step, scalars=values)))
 
+    def add_event(self, wall_time: float, step: int = 0) -> None:
+        """Write a bare event (wall time and step, no summary), as a writer's close flush does."""
+        self._fh.write(frame(encode_event(wall_time, step)))
+
     def flush(self) -> None:
         """Flush buffered records to disk."""
         self._fh.flush()
