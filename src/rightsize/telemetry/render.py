@@ -87,6 +87,7 @@ def render_report(name: str, r: dict[str, Any]) -> str:
             ("epochs", "compute h", "GPU-h", "calendar h"),
             [(str(s["epochs"]), _fmt(s["compute_hours"]), _fmt(s["gpu_hours"]),
               _fmt(s["calendar_hours"])) for s in p["schedules"]]))
+    out += _account_tables(r)
     out.append(_table(
         "launches", ("#", "host", "pid", "steps", "first", "last", "start (UTC)", "hours",
                       "median s"),
@@ -97,6 +98,67 @@ def render_report(name: str, r: dict[str, Any]) -> str:
                else (row["end_time"] - row["start_time"]) / 3600, 3),
           _fmt(row["median_step_s"])) for i, row in enumerate(r["segment_table"], 1)]))
     return "\n".join(out)
+
+
+ACCOUNT_ROWS = (("useful_steps", "steps that advanced training"),
+                ("redone_steps", "steps run again after a restart"),
+                ("in_segment_pauses", "pauses >= gap_s inside a launch (validation, stalls)"),
+                ("startup", "launch start to first step"),
+                ("tail", "last step to last event"),
+                ("waiting", "between launches (queue, dead launches)"))
+
+
+def _account_tables(r: dict[str, Any]) -> list[str]:
+    """Where the calendar went, checkpoint advice, epochs after best and the ETA."""
+    acc, cal = r.get("account") or {}, r.get("calendar_hours")
+    out = []
+    if acc and cal:
+        rows = [(k, _fmt(acc[k], 4), f"{100 * acc[k] / cal:.1f} %", what)
+                for k, what in ACCOUNT_ROWS]
+        rows.append(("total", _fmt(acc["total"], 4), f"{100 * acc['total'] / cal:.1f} %",
+                     "= calendar hours"))
+        out.append(_table(f"where the {_fmt(cal, 3)} calendar hours went",
+                          ("part", "hours", "share", "what"), rows))
+    c = r.get("checkpoints") or {}
+    if c:
+        rows = [("restarts", _fmt(c["restarts"])),
+                ("mean hours between interruptions", _fmt(c["mean_hours_between_interruptions"])),
+                ("lost steps per restart", _fmt(c["lost_steps_per_restart"])),
+                ("checkpoint interval, steps (resumes / step times)",
+                 f"{_fmt(c['checkpoint_interval_steps'])} "
+                 f"({_fmt(c['checkpoint_interval_from_resumes'])} / "
+                 f"{_fmt(c['checkpoint_interval_from_step_times'])})"),
+                ("checkpoint write s (writes seen)",
+                 f"{_fmt(c['checkpoint_write_s'])} ({_fmt(c['checkpoint_writes_seen'])})"),
+                ("Young/Daly interval, steps (hours)",
+                 f"{_fmt(c['young_daly_steps'])} ({_fmt(c['young_daly_hours'], 3)})"),
+                ("redone + writes h: interval used / Young/Daly",
+                 f"{_fmt(c['overhead_hours_at_interval'])} / "
+                 f"{_fmt(c['overhead_hours_at_young_daly'])}")]
+        lines = [f"advice: {c['advice']}", *(f"note: {n}" for n in c.get("notes", []))]
+        if c.get("young_daly_steps") is not None:
+            lines.append(f"assumptions: {c['assumptions']}")
+        out.append(_table("preemptions and checkpoints", ("metric", "value"), rows)
+                   + "\n".join(lines) + "\n")
+    if r.get("epochs_after_best") is not None:
+        out.append(f"epochs after the best: {_fmt(r['epochs_after_best'], 3)} "
+                   f"({_fmt(r['compute_hours_after_best'], 3)} compute hours after epoch "
+                   f"{_fmt(r['best_epoch'])})\n")
+    e = r.get("eta")
+    if e:
+        out.append(_table(
+            f"ETA to {e['target_epochs']} epochs (as of {_time(e['as_of_wall_time'])} UTC, "
+            "the last event read)", ("metric", "value"),
+            [("remaining steps (epochs)",
+              f"{_fmt(e['remaining_steps'])} ({_fmt(e['remaining_epochs'], 3)})"),
+             ("step time s", f"{_fmt(e['step_time_s'])} ({e['step_time_from']})"),
+             ("remaining compute hours", _fmt(e["remaining_compute_hours"])),
+             ("remaining calendar hours (x run overhead)", _fmt(e["remaining_calendar_hours"])),
+             ("finish (UTC, estimate)", _time(e["finish_wall_time"]))]))
+    if r.get("partial_tail_bytes"):
+        out.append(f"live file: {r['partial_tail_bytes']} bytes of an unfinished last record "
+                   "at the end of the newest file (still being written; not damage)\n")
+    return out
 
 
 def render_runs(reports: dict[str, dict[str, Any]]) -> str:
