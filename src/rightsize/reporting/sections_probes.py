@@ -8,6 +8,7 @@ from typing import Any
 from rightsize.reporting import figures, fmt
 from rightsize.reporting.doc import Block, Heading, Note, Para, table
 from rightsize.reporting.load import ReportInputs, Source, get, num
+from rightsize.reporting.sections_patience import patience_blocks
 from rightsize.reporting.verdicts import probe_total_seconds
 
 MODALITY_ROWS = (("both_present", "both modalities"), ("echo_absent", "echo absent"),
@@ -33,6 +34,7 @@ def probe_sections(inputs: ReportInputs) -> list[Block]:
     blocks += cohort_blocks(inputs.cohort)
     blocks += metrics_blocks(inputs)
     blocks += curve_blocks(inputs)
+    blocks += patience_blocks(inputs)
     blocks += missing_modality_blocks(inputs.missing_modality)
     blocks += wall_clock_blocks(inputs)
     blocks += footprint_blocks(inputs.footprint, inputs.cohort)

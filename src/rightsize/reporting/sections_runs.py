@@ -1,7 +1,8 @@
 """Report sections for the rescued training runs (``metrics/telemetry/<run>.json``).
 
-Per run: a summary table, the validation curve with its best epoch, step time per
-segment, the preemption timeline, the segment table, damage found and the projection.
+Per run: a summary table, where the calendar went (:mod:`sections_account`), the validation
+curve with its best epoch, step time per segment, the preemption timeline, the segment table,
+damage found and the projection.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 from rightsize.reporting import figures, fmt
 from rightsize.reporting.doc import Block, Bullets, Heading, Note, Para, slug, table
 from rightsize.reporting.load import ReportInputs, Source, as_float, get, num
+from rightsize.reporting.sections_account import account_blocks
 
 MAX_DAMAGE_ITEMS = 20
 
@@ -36,6 +38,7 @@ def run_section(run: str, tel: Source, val_csv: Source) -> list[Block]:
         return blocks
     d = tel.data
     blocks.append(summary_table(d))
+    blocks += account_blocks(run, d)
     blocks += _val_curve(run, d, val_csv)
     segments = [r for r in (get(d, "segment_table") or []) if isinstance(r, dict)]
     fig = figures.step_time_box(run, segments, get(d, "step_time_s"))
@@ -70,6 +73,8 @@ def summary_table(d: dict[str, Any]) -> Any:
         ["last step / epochs run", f"{fmt.integer(num(d, 'max_step'))} / "
          f"{fmt.number(num(d, 'epochs_run'))}"],
         ["active / calendar hours", f"{fmt.hours(active)} / {fmt.hours(cal)}{ratio}"],
+        ["start-up / tail hours", f"{fmt.hours(num(d, 'startup_hours'))} / "
+         f"{fmt.hours(num(d, 'tail_hours'))}"],
         ["calendar_overhead (as reported)", fmt.number(num(d, "calendar_overhead"))],
         ["launches / segments / header-only files",
          f"{fmt.integer(num(d, 'launches'))} / {fmt.integer(num(d, 'segments'))} / "
