@@ -94,3 +94,31 @@ def test_tampered_rescued_file_fails_verify_and_stops_downstream(project, pipeli
     assert "telemetry@copy" not in repro_stages(proc.stdout)
     assert not (project / "metrics/telemetry/copy.json").exists()
     assert (project / "metrics/telemetry/demo.json").read_text() == before
+
+
+ACCOUNT_KEYS = ("useful_steps", "redone_steps", "in_segment_pauses", "startup", "tail",
+                "waiting")
+
+
+def test_account_keys_are_dvc_metrics_and_move_with_params(rescued, pipeline_env):
+    proj, _ = rescued
+    cost = flatten(metrics_show(proj, pipeline_env)["metrics/telemetry/rampnet.json"])
+    for key in (*(f"account.{k}" for k in ACCOUNT_KEYS), "startup_hours", "tail_hours",
+                "checkpoints.restarts", "checkpoints.checkpoint_interval_steps",
+                "checkpoints.checkpoint_write_s", "checkpoints.young_daly_steps",
+                "epochs_after_best", "compute_hours_after_best"):
+        assert isinstance(cost[key], int | float), key
+    assert sum(cost[f"account.{k}"] for k in ACCOUNT_KEYS) == pytest.approx(
+        cost["calendar_hours"], abs=1 / 3600)
+    assert cost["checkpoints.checkpoint_interval_steps"] == 1000
+    # a validation pass (~970 s) stops being a pause at gap_s 1200: the account moves
+    data = yaml.safe_load((proj / "params.yaml").read_text())
+    data["telemetry"]["gap_s"] = 1200
+    data["telemetry"]["runs"]["rampnet"]["target_epochs"] = 20
+    (proj / "params.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    dvc(proj, pipeline_env, "repro", "telemetry@rampnet")
+    diff = json.loads(dvc(proj, pipeline_env, "metrics", "diff", "--json").stdout)
+    moved = diff["metrics/telemetry/rampnet.json"]
+    for key in ("account.in_segment_pauses", "account.useful_steps", "eta.remaining_steps"):
+        assert key in moved, f"{key} not in dvc metrics diff: {sorted(moved)}"
+    assert moved["account.in_segment_pauses"]["new"] < moved["account.in_segment_pauses"]["old"]
