@@ -79,7 +79,7 @@ class Account:
     overlap: float
     segments: tuple[Segment, ...]
     deltas: Deltas
-    log_interval: int        # steps between logged points (gcd of the step tag's spacing)
+    log_interval: int        # steps between logged points (gcd of the advancing step deltas)
 
     @property
     def active(self) -> float:
@@ -101,7 +101,8 @@ def _segments(launches: list[tuple[int, FileInfo]], s: Series
     step, wall, file = s.step[order], s.wall[order], s.file[order]
     if step.size == 0:
         return [], step, wall, file
-    ids, first = np.unique(file, return_index=True)
+    first = np.r_[0, np.flatnonzero(file[1:] != file[:-1]) + 1]     # file is sorted
+    ids = file[first]
     last = np.r_[first[1:] - 1, file.size - 1]
     seg_max = np.maximum.reduceat(step, first)
     info = dict(launches)
@@ -180,8 +181,8 @@ def account(launches: list[tuple[int, FileInfo]], s: Series, gap_s: float) -> Ac
         "waiting": float(calendar - covered),
     }
     overlap = float(sum(b - a for a, b in spans) - covered)
-    uniq = np.unique(step)
-    k = int(np.gcd.reduce(np.diff(uniq))) if uniq.size >= 2 else 1
+    dstep = d.step_to - d.step_from
+    k = int(np.gcd.reduce(dstep[dstep > 0])) if (dstep > 0).any() else 1
     return Account(seconds, float(calendar), overlap, tuple(segs), d, max(k, 1))
 
 

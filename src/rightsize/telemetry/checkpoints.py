@@ -10,7 +10,8 @@ often it checkpointed and what a checkpoint write cost, and the Young/Daly inter
   gcd is the interval's largest candidate. From step times: a checkpoint write makes the step
   after it slow. The interval is the smallest divisor ``d`` of that gcd (or, with no resumes,
   of the commonest spacing between slow steps) whose grid deltas — the step deltas that
-  contain the step after a multiple of ``d`` — are nearly all slow (``>= 80 %``).
+  contain the step after a multiple of ``d`` — are nearly all slow (``>= 80 %``; slow = extra
+  time above the median extra by 8 robust SDs of all step deltas).
 * ``checkpoint_write_s``: the median over grid deltas of their extra time, ``wall gap -
   median step x steps covered``. Deltas that are pauses (``>= gap_s``) are left out.
 * Young/Daly: ``tau = sqrt(2 x write cost x mean time between interruptions)``. Under the
@@ -48,40 +49,46 @@ def _on_grid(step_from: np.ndarray, step_to: np.ndarray, d: int) -> np.ndarray:
     return (k >= 1) & (k * d >= step_from)
 
 
-def _slow_evidence(acc: Account, median: float, candidates: list[int]
-                   ) -> tuple[int | None, np.ndarray | None, float | None]:
-    """Smallest candidate whose grid deltas are nearly all slow, its grid mask, the share."""
+def _slow(acc: Account, median: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Deltas that count (advancing, not pauses), their extra time, and which are slow.
+
+    Slow: extra time above the median extra by ``NOISE_K`` robust SDs (1.4826 x MAD) of all
+    counted deltas; checkpoint steps are a small minority, so the noise is the steps'.
+    """
     d = acc.deltas
     adv = (d.step_to > d.step_from) & ~d.pause & (d.dwall >= 0)
-    if not adv.any():
-        return None, None, None
     extra = d.dwall - median * (d.step_to - d.step_from)
+    x = extra[adv]
+    if x.size < 2 * MIN_GRID:
+        return adv, extra, np.zeros_like(adv)
+    mid = float(np.median(x))
+    mad = float(np.median(np.abs(x - mid))) * 1.4826
+    return adv, extra, adv & (extra > mid + NOISE_K * max(mad, 1e-6 * median))
+
+
+def _slow_evidence(acc: Account, slow: tuple[np.ndarray, np.ndarray, np.ndarray],
+                   candidates: list[int]) -> tuple[int | None, np.ndarray | None, float | None]:
+    """Smallest candidate whose grid deltas are nearly all slow, its grid mask, the share."""
+    d = acc.deltas
+    adv, _, is_slow = slow
+    n_adv = int(adv.sum())
     for cand in candidates:
         grid = _on_grid(d.step_from, d.step_to, cand) & adv
-        off = ~grid & adv
-        if grid.sum() < MIN_GRID or off.sum() < MIN_GRID:
+        n = int(grid.sum())
+        if n < MIN_GRID or n_adv - n < MIN_GRID:
             continue
-        off_x = extra[off]
-        mad = float(np.median(np.abs(off_x - np.median(off_x)))) * 1.4826
-        thr = float(np.median(off_x)) + NOISE_K * max(mad, 1e-6 * median)
-        share = float((extra[grid] > thr).mean())
+        share = int((grid & is_slow).sum()) / n
         if share >= SLOW_SHARE:
             return cand, grid, share
     return None, None, None
 
 
-def _slow_spacing(acc: Account, median: float) -> int | None:
-    """Commonest spacing between steps after very slow deltas (no resumes to go by)."""
-    d = acc.deltas
-    adv = (d.step_to > d.step_from) & ~d.pause & (d.dwall >= 0)
-    if adv.sum() < 2 * MIN_GRID:
+def _slow_spacing(acc: Account, slow: tuple[np.ndarray, np.ndarray, np.ndarray]) -> int | None:
+    """Commonest spacing between steps after slow deltas (no resumes to go by)."""
+    steps = np.unique(acc.deltas.step_to[slow[2]])
+    if steps.size < MIN_GRID:
         return None
-    extra = (d.dwall - median * (d.step_to - d.step_from))[adv]
-    mad = float(np.median(np.abs(extra - np.median(extra)))) * 1.4826
-    slow = np.unique(d.step_to[adv][extra > np.median(extra) + NOISE_K * max(mad, 1e-6 * median)])
-    if slow.size < MIN_GRID:
-        return None
-    gaps, counts = np.unique(np.diff(slow), return_counts=True)
+    gaps, counts = np.unique(np.diff(steps), return_counts=True)
     return int(gaps[np.argmax(counts)])
 
 
@@ -116,16 +123,15 @@ def checkpoints(acc: Account, median: float | None, max_step: int) -> dict[str, 
     if median is None or median <= 0:
         notes.append("no step time measured: checkpoint cost not measurable")
     else:
-        base = from_resumes or _slow_spacing(acc, median)
+        slow = _slow(acc, median)
+        base = from_resumes or _slow_spacing(acc, slow)
         if base is not None and base >= 1:
-            cand, grid, share = _slow_evidence(acc, median, _divisors(base))
+            cand, grid, share = _slow_evidence(acc, slow, _divisors(base))
             if cand is not None and grid is not None:
-                d = acc.deltas
-                extra = d.dwall[grid] - median * (d.step_to[grid] - d.step_from[grid])
                 out["checkpoint_interval_from_step_times"] = cand
                 out["checkpoint_slow_share"] = share
                 out["checkpoint_writes_seen"] = int(grid.sum())
-                out["checkpoint_write_s"] = float(np.median(extra))
+                out["checkpoint_write_s"] = float(np.median(slow[1][grid]))
         interval = out["checkpoint_interval_from_step_times"] or from_resumes
         out["checkpoint_interval_steps"] = interval
         if interval is None:
