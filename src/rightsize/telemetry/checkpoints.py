@@ -13,7 +13,8 @@ often it checkpointed and what a checkpoint write cost, and the Young/Daly inter
   contain the step after a multiple of ``d`` — are nearly all slow (``>= 80 %``; slow = extra
   time above the median extra by 8 robust SDs of all step deltas).
 * ``checkpoint_write_s``: the median over grid deltas of their extra time, ``wall gap -
-  median step x steps covered``. Deltas that are pauses (``>= gap_s``) are left out.
+  median step x steps covered``, at the median step time of the delta's own segment (a
+  restart may land on other hardware). Deltas that are pauses (``>= gap_s``) are left out.
 * Young/Daly: ``tau = sqrt(2 x write cost x mean time between interruptions)``. Under the
   usual first-order assumptions — interruptions arrive at random (memoryless) during compute,
   each loses on average half an interval, a write costs the same every time and restart
@@ -52,12 +53,22 @@ def _on_grid(step_from: np.ndarray, step_to: np.ndarray, d: int) -> np.ndarray:
 def _slow(acc: Account, median: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Deltas that count (advancing, not pauses), their extra time, and which are slow.
 
-    Slow: extra time above the median extra by ``NOISE_K`` robust SDs (1.4826 x MAD) of all
-    counted deltas; checkpoint steps are a small minority, so the noise is the steps'.
+    Extra time: the wall gap minus the steps it covers at its segment's median step time
+    (segments may run on other hardware; the run's median is the fallback). Slow: extra time
+    above the median extra by ``NOISE_K`` robust SDs (1.4826 x MAD) of all counted deltas;
+    checkpoint steps are a small minority, so the noise is the steps'.
     """
     d = acc.deltas
-    adv = (d.step_to > d.step_from) & ~d.pause & (d.dwall >= 0)
-    extra = d.dwall - median * (d.step_to - d.step_from)
+    dstep = d.step_to - d.step_from
+    adv = (dstep > 0) & ~d.pause & (d.dwall >= 0)
+    per = np.where(adv, d.dwall / np.where(dstep > 0, dstep, 1), np.nan)
+    seg_median = np.full(per.size, median)
+    bounds = np.r_[0, np.flatnonzero(d.file[1:] != d.file[:-1]) + 1, per.size]
+    for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
+        x = per[a:b][adv[a:b]]
+        if x.size:
+            seg_median[a:b] = np.median(x)
+    extra = d.dwall - seg_median * dstep
     x = extra[adv]
     if x.size < 2 * MIN_GRID:
         return adv, extra, np.zeros_like(adv)
