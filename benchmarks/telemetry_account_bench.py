@@ -109,7 +109,8 @@ def main() -> int:
           f"{statistics.median(rss[k]):.0f} |" for k in sides),
         "",
         f"after / before (medians): **{ratio:.3f}** — goal ≤ {GOAL:.2f}: "
-        f"{'PASS' if ratio <= GOAL else 'FAIL'}",
+        f"{'PASS' if ratio <= GOAL else 'FAIL'} (fastest runs: "
+        f"{min(times['after']) / min(times['before']):.3f})",
         "",
         "Machine: " + "; ".join(f"{k} {v}" for k, v in machine.items()),
     ]
