@@ -63,7 +63,10 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
         help="cost report of a rescued run, and a projection",
         description="Read every event file under RUN_DIR and report what training cost: median "
                     "step time, steps per epoch, epoch hours, active vs calendar hours, launches, "
-                    "the validation curve and (optionally) a projection to a new dataset size. "
+                    "where every calendar hour went (useful, redone, pauses, start-up, tail, "
+                    "waiting), restarts, the checkpoint interval and write cost with Young/Daly "
+                    "advice, epochs after the best, an ETA (--target-epochs), the validation "
+                    "curve and (optionally) a projection to a new dataset size. "
                     "A ROOT holding several runs gets one summary row per run.",
         epilog="example:\n  rightsize telemetry data/telemetry/demo --params params.yaml "
                "--run demo --json metrics/telemetry/demo.json\n"
