@@ -191,7 +191,8 @@ def bench_encoder(spec: EncoderSpec, device: str, batch_sizes: tuple[int, ...], 
             "extrapolated": layers_timed != spec.arch.layers, "flop_scale": scale,
             "note": ("measured on the full model" if scale == 1.0 else
                      f"measured on a {layers_timed}-of-{spec.arch.layers}-layer model at the "
-                     f"full input shape, times scaled by the FLOP ratio {scale:.2f}")},
+                     f"full input shape, times scaled by the FLOP ratio {scale:.2f}; peak "
+                     f"memory is the truncated model's")},
         "throughput": throughput,
         "best_batch": best["batch"] if best else None,
         "records_per_s": best["records_per_s"] if best else None,

@@ -175,6 +175,9 @@ def build_model(spec: EncoderSpec, device: Any = "cpu", layers: int | None = Non
 
     ``layers`` truncates the transformer to that many layers (same input shape and width).
     """
+    import os
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")   # configs only: never reach the Hub
     import torch
     from transformers import HubertConfig, HubertModel, VJEPA2Config, VJEPA2Model
 

@@ -100,7 +100,7 @@ def size_row(records: int, bench: dict[str, Any], cfg: SizingConfig, model: str,
                    gpu_hours_low=row["flops"] / (peak * hi_u) / HOUR,
                    gpu_hours_high=row["flops"] / (peak * lo_u) / HOUR,
                    gpu_source=f"{ESTIMATED}: measured FLOPs at {lo_u:.0%}-{hi_u:.0%} of "
-                              f"{cfg.estimate.peak_tflops:g} TFLOP/s ({cfg.estimate.gpu})",
+                              f"{cfg.estimate.gpu}'s {cfg.estimate.peak_tflops:g} TFLOP/s peak",
                    gpu_measured=False, utilisation_high=hi_u)
     pre = bench.get("preprocess")
     if isinstance(pre, dict) and pre.get("records_per_s_per_core"):

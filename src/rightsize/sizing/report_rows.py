@@ -51,7 +51,7 @@ def ask_sentence(result: dict[str, Any]) -> str:
         est = result["estimate"]
         where = (f"{est['gpu']} (estimated, no GPU measurement: measured FLOPs at "
                  f"{est['utilisation_low']:.0%}-{est['utilisation_high']:.0%} of "
-                 f"{est['peak_tflops']:g} TFLOP/s)")
+                 f"its {est['peak_tflops']:g} TFLOP/s peak)")
     disk = result["disk"]
     fits = []
     if a["fits_free_space"] is not None:
