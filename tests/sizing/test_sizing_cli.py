@@ -97,7 +97,7 @@ def test_sizing_from_bench_files(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert paired["ecg"]["records"] == 3 and paired["echo"]["records"] == 6
     assert data["ask"]["storage_bytes"] == 3 * 186 * 768 * 4 * 2
     assert data["ask"]["gpu_measured"] is False and data["gpu_files"]["ecg"] == "none"
-    assert data["disk"]["free_bytes"] > 0
+    assert data["disk"]["free_bytes"] > 0 and data["disk"]["writable"] is True
     assert "asserted before vs measured" in capsys.readouterr().out
     capsys.readouterr()
     assert main([*_sizing_tree(tmp_path), "--json", "-"]) == 0      # stdout instead of table

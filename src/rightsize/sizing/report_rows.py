@@ -57,6 +57,8 @@ def ask_sentence(result: dict[str, Any]) -> str:
     if a["fits_free_space"] is not None:
         fits.append(f"fits the {format_bytes(disk['free_bytes'])} free at {disk['path']}: "
                     f"{_yes_no(a['fits_free_space'])}")
+    if disk.get("writable") is False:
+        fits.append(f"{disk['path']} is NOT writable")
     if a["fits_quota"] is not None:
         fits.append(f"the {format_bytes(disk['quota_bytes'])} quota: {_yes_no(a['fits_quota'])}")
     rows = result["scenarios"][a["scenario"]]["models"]

@@ -111,6 +111,7 @@ def paired_counts(manifest: Path, benches: dict[str, dict[str, Any]]) -> dict[st
 
 def run_sizing(args: argparse.Namespace) -> int:
     """``rightsize sizing``: size every scenario from the bench files; table and JSON."""
+    import os
     import shutil
 
     from rightsize.params import load_params, parse
@@ -134,6 +135,7 @@ def run_sizing(args: argparse.Namespace) -> int:
     if not disk.is_dir():
         raise ParamsError(f"sizing.disk.path: {disk} is not a directory")
     result = size_all(cfg, benches, gpu_files, paired, shutil.disk_usage(disk).free)
+    result["disk"]["writable"] = os.access(disk, os.W_OK)
     if args.json:
         console.emit_json(args.json, result)
     if args.json == "-":
