@@ -48,7 +48,7 @@ def test_ecg_row_by_hand() -> None:
 @pytest.mark.parametrize(("rate", "bound"), [
     (20.0, "preprocessing (CPU)"),
     (120.0, "preprocessing (CPU) unless GPU utilisation is below 37%, then GPU"),
-    (None, "GPU (preprocessing not measured)"),
+    (None, "not determined: preprocessing not measured (GPU side only)"),
 ])
 def test_bound(rate: float | None, bound: str) -> None:
     r = _size(ecg=bench_dict(preprocess_rate=rate))["scenarios"]["paired_cohort"]["models"]

@@ -119,7 +119,7 @@ def size_row(records: int, bench: dict[str, Any], cfg: SizingConfig, model: str,
 def _bound(row: dict[str, Any], cores_per_gpu: int) -> str:
     """Which side limits the job per GPU; for an estimate range, the crossover utilisation."""
     if row["cpu_hours"] is None:
-        return "GPU (preprocessing not measured)"
+        return "not determined: preprocessing not measured (GPU side only)"
     cpu = row["cpu_hours"] / cores_per_gpu
     fast, slow = row["gpu_hours_low"], row["gpu_hours_high"]
     if cpu >= slow:
