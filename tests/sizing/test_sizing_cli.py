@@ -58,6 +58,8 @@ def test_bench_encoder_writes_the_measurements(tmp_path: Path,
                                   "(known: float32, bfloat16, float16)"),
     (["--batch-sizes", "0,4"], "encoder_bench.models.ecg.batch_sizes: must be positive"),
     (["--device", "tpu"], "encoder_bench.device: must be cpu or cuda"),
+    (["--repeats", "2"], "encoder_bench.repeats: must be an integer >= 3"),
+    (["--repeats", ""], "encoder_bench.repeats (--repeats): expected one integer"),
 ])
 def test_bench_encoder_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                  argv: list[str], needle: str) -> None:

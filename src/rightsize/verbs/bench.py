@@ -87,7 +87,11 @@ def bench_config_from(args: argparse.Namespace) -> tuple[Any, Any]:
     if args.compute_dtype is not None:
         top["compute_dtype"] = args.compute_dtype
     if args.repeats is not None:
-        top["repeats"] = _ints(args.repeats, "encoder_bench.repeats (--repeats)")[0]
+        repeats = _ints(args.repeats, "encoder_bench.repeats (--repeats)")
+        if len(repeats) != 1:
+            raise ParamsError(f"encoder_bench.repeats (--repeats): expected one integer, "
+                              f"got {args.repeats!r}")
+        top["repeats"] = repeats[0]
     cfg = dataclasses.replace(cfg, **top)
     cfg.validate("encoder_bench")
     return cfg, model
