@@ -25,6 +25,7 @@ VERB_MODULES = (
     "rightsize.verbs.cohort",
     "rightsize.verbs.probes",
     "rightsize.verbs.sizing",
+    "rightsize.verbs.bench",
     "rightsize.verbs.experiments",
     "rightsize.verbs.report",
 )

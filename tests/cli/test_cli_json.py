@@ -15,6 +15,7 @@ JSON_OPTION = {
     "scalars": "--json", "telemetry": "--json", "rescue": "--json", "verify": "--json",
     "cohort": "--metrics", "train": "--metrics", "evaluate": "--json",
     "missing-modality": "--json", "footprint": "--json", "sizing": "--json",
+    "bench-encoder": "--json",
     "seeds": "--json", "sweep": "--json", "report": "--json",
 }
 NO_REPORT = {"demo-run"}     # writes files and its truth JSON (--truth); prints no report
@@ -56,15 +57,6 @@ def test_telemetry_json_dash_equals_format_json_and_the_file(demo_dir, tmp_path,
     fmt = _stdout_json(capsys, [*base, "--format", "json", "--json", str(tmp_path / "t.json")])
     assert dash == fmt == json.loads((tmp_path / "t.json").read_text())
     assert dash["step_tag"] == "Loss/train_step"
-
-
-def test_sizing_json_dash_prints_json_instead_of_the_table(tmp_path, capsys):
-    flags = ["--records", "1000", "--seconds-per-record", "10", "--tokens-per-second", "50",
-             "--hidden-dim", "768", "--layers-kept", "4", "--dtype", "float16",
-             "--records-per-s-per-gpu", "40", "--gpus", "8", "--disk-bytes", "2TB"]
-    doc = _stdout_json(capsys, ["sizing", *flags, "--json", "-"])
-    assert main(["sizing", *flags, "--json", str(tmp_path / "s.json"), "-q"]) == 0
-    assert doc == json.loads((tmp_path / "s.json").read_text())
 
 
 def test_cohort_metrics_dash_and_scalars_json(work, demo_dir, tmp_path, capsys):

@@ -36,6 +36,10 @@ TINY_PARAMS: dict[str, Any] = {
     "evaluate.n_bootstrap": 200,
     "evaluate.n_bootstrap_missing": 100,
     "footprint.clips": [1, 4],
+    "encoder_bench.models.ecg.size": "small",
+    "encoder_bench.models.ecg.batch_sizes": [1],
+    "encoder_bench.models.ecg.preprocess_records": 5,
+    "encoder_bench.models.echo.batch_sizes": [1],
 }
 
 PROBES = ("ecg", "echo", "concat", "fused")

@@ -21,7 +21,8 @@ pytestmark = pytest.mark.slow
 
 ALL_STAGES = {
     "demo_run", "verify@demo", "telemetry@demo", "cohort", "missing_modality", "footprint",
-    "sizing", *(f"train@{p}" for p in PROBES), *(f"evaluate@{p}" for p in PROBES),
+    "sizing", "encoder_bench@ecg", "encoder_bench@echo",
+    *(f"train@{p}" for p in PROBES), *(f"evaluate@{p}" for p in PROBES),
     *(f"probe_telemetry@{p}" for p in ("echo", "concat", "fused")),
 }
 
@@ -74,6 +75,16 @@ def test_metrics_show_lists_the_cost_and_quality_numbers(built_project, pipeline
         assert "epoch_hours" in pt, probe
     assert "metrics/footprint.json" in metrics
     assert "metrics/sizing.json" in metrics
+    sizing = flatten(metrics["metrics/sizing.json"])
+    import pyarrow.parquet as pq
+
+    has_ecg = pq.read_table(built_project / "data/manifest.parquet", columns=["has_ecg"])
+    assert sizing["scenarios.paired_cohort.models.ecg.records"] == sum(
+        has_ecg.column("has_ecg").to_pylist())
+    bench = flatten(metrics["metrics/encoders/ecg.json"])
+    assert bench["tokens_per_record"] == 186 and bench["flops_per_record"] > 0
+    assert sizing["ask.storage_bytes"] == (
+        sizing["scenarios.paired_cohort.models.ecg.records"] * 186 * 512 * 4 * 2)
     assert "metrics/missing_modality.json" in metrics
 
 

@@ -30,9 +30,18 @@ SEGMENTS = [("gpu-node-a", 4242, 0, 3000, 0.0, 1.2), ("gpu-node-b", 777, 3000, 6
             ("gpu-node-a", 4300, 9000, 3000, 6.0, 1.18)]
 SCHEDULES = [(1, 2.0), (5, 10.0), (12, 24.0)]      # epochs, compute hours
 GPUS = 8
-SIZING = {"records": 1_000_000, "seconds_per_record": 10.0, "tokens_per_second": 50.0,
-          "hidden_dim": 768, "layers_kept": 4, "dtype": "float16", "dtype_bytes": 2,
-          "records_per_s_per_gpu": 40.0, "gpus": 8, "disk_bytes": 2_000_000_000_000}
+# The sizing stage's inputs: a HuBERT-ECG base bench file (186 tokens per 10 s record, 13
+# hidden states of 768, 38.3 GFLOP, 200 records/s per core preprocessing) and the block.
+ECG_BENCH = {"family": "hubert_ecg", "size": "base", "geometry": {"crops_per_record": 2},
+             "tokens_per_record": 186, "hidden_size": 768, "hidden_states": 13,
+             "flops_per_record": 38.3e9, "device": "cpu", "records_per_s": 1.2,
+             "timing": {"extrapolated": False}, "preprocess": {"records_per_s_per_core": 200.0},
+             "hardware": HARDWARE}
+SIZING = {"models": {"ecg": {"layers_kept": 4, "keep": "tokens"}}, "dtype": "float16",
+          "scenarios": {"full_corpus": {"ecg": 1_000_000}},
+          "ask": {"scenario": "full_corpus", "models": ["ecg"]},
+          "estimate": {"gpu": "NVIDIA A100", "peak_tflops": 312.0, "utilisation": [0.2, 0.5]},
+          "disk": {"path": ".", "quota": "1TB"}}
 
 
 def demo_telemetry() -> dict:
@@ -132,16 +141,19 @@ def write_metrics(metrics: Path) -> None:
         "free_disk_bytes": 52_000_000_000,
     }
     (metrics / "footprint.json").write_text(json.dumps(footprint))
-    sizing = dict(SIZING)
-    storage = (sizing["records"] * sizing["seconds_per_record"] * sizing["tokens_per_second"]
-               * sizing["hidden_dim"] * sizing["layers_kept"] * sizing["dtype_bytes"])
-    gpu_hours = sizing["records"] / sizing["records_per_s_per_gpu"] / HOUR
-    sizing.update(storage_bytes=int(storage), gpu_hours=gpu_hours,
-                  wall_clock_hours=gpu_hours / sizing["gpus"],
-                  fits_disk=storage <= sizing["disk_bytes"])
-    (metrics / "sizing.json").write_text(json.dumps(sizing))
+    (metrics / "sizing.json").write_text(json.dumps(sizing_result()))
     (metrics / "cohort.json").write_text(json.dumps(
         {"n_subjects": n, "max_clips": 8, "perfect_model_mae": 3.99, "peak_rss_mb": 380.0}))
+
+
+def sizing_result() -> dict:
+    """What the sizing stage writes for :data:`SIZING` over :data:`ECG_BENCH`."""
+    from rightsize.params import parse
+    from rightsize.sizing.config import SizingConfig
+    from rightsize.sizing.plan import size_all
+
+    cfg = parse(SizingConfig, SIZING, "sizing")
+    return size_all(cfg, {"ecg": ECG_BENCH}, {}, {"ecg": 1208}, 52_000_000_000)
 
 
 def write_params(path: Path, report: dict | None = None, runs: tuple[str, ...] = ("demo",)) -> Path:

@@ -8,7 +8,7 @@ import re
 
 import matplotlib.image as mpimg
 import pytest
-from report_fixtures import GPUS, PROBES, SCHEDULES, SEGMENTS, SIZING, demo_telemetry
+from report_fixtures import GPUS, PROBES, SCHEDULES, SEGMENTS, demo_telemetry
 
 from rightsize.reporting import fmt
 from rightsize.reporting.figures import DPI, FIGSIZE
@@ -69,10 +69,17 @@ def test_report_opens_with_verdicts_carrying_measurements(full_build):
     assert "Intel(R) Xeon(R) CPU @ 2.20GHz" in gpu_line and "1 thread" in gpu_line
     assert f"peak RSS {fmt.megabytes(peak)}" in gpu_line
 
-    gpu_hours = SIZING["records"] / SIZING["records_per_s_per_gpu"] / 3600
+    # 1M records x 38.3 GFLOP at 50 % / 20 % of 312 TFLOP/s = 0.068-0.17 GPU-hours;
+    # 1M x 186 x 768 x 4 layers x 2 B = 1.14 TB: over the 52 GB free and the 1 TB quota.
+    # Preprocessing 1M / 200 per s = 1.39 CPU-hours over 8 cores = 0.174 h > 0.17 GPU-hours.
     sizing_line = next(line for line in verdict_block.splitlines() if "re-extraction" in line)
-    assert f"{fmt.number(gpu_hours)} GPU-hours" in sizing_line
-    assert "fits the 2.00 TB disk: NO" in sizing_line and "3.07 TB" in sizing_line
+    assert "0.068-0.17 GPU-hours on NVIDIA A100 (estimated, no GPU measurement" in sizing_line
+    assert "1.14 TB" in sizing_line and "fits the 52 GB free at .: NO" in sizing_line
+    assert "the 1 TB quota: NO" in sizing_line
+    assert "bound by ecg: preprocessing (CPU) (full_corpus: ecg 1,000,000 records" in sizing_line
+    section = md.split("GPU and storage sizing: re-extraction", 1)[1]
+    assert "| tokens per record | 500 | 186 (ecg base, output shapes) |" in section
+    assert "| storage | 3.07 TB | 1.14 TB |" in section
 
     run_line = next(line for line in verdict_block.splitlines() if "run demo" in line)
     tel = demo_telemetry()
@@ -110,7 +117,12 @@ def test_probe_sections(full_build):
     assert f"| all probes |   |   | {fmt.seconds(sum(t + e for t, e, _, _ in PROBES.values()))}" \
         in probes
     assert "| 8 (configured) |" in probes
-    assert "| fits disk | NO |" in probes
+    sizing = probes.split("GPU and storage sizing: re-extraction", 1)[1]
+    assert re.search(r"^\| full_corpus / ecg \| 1,000,000 \| 186,000,000 \| 1\.14 TB \(tokens, "
+                     r"4 layer\(s\), float16\) \| 3\.71 TB \| 0\.068-0\.17 GPU-hours \| "
+                     r"estimated \| 1\.39 CPU-hours \| preprocessing \(CPU\) \|$", sizing, re.M)
+    assert "| ecg | hubert_ecg base | 186 | 38.3 GFLOP | 1.20 | 200 | Intel(R) Xeon(R) CPU" \
+        in sizing
     assert "| device | cpu |" in probes and "| torch | 2.13.0+cpu |" in probes
     assert "Across seeds" not in md          # only with --seeds-json
 

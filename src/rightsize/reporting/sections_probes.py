@@ -9,23 +9,12 @@ from rightsize.reporting import figures, fmt
 from rightsize.reporting.doc import Block, Heading, Note, Para, table
 from rightsize.reporting.load import ReportInputs, Source, get, num
 from rightsize.reporting.sections_patience import patience_blocks
+from rightsize.reporting.sections_sizing import sizing_blocks
 from rightsize.reporting.verdicts import probe_total_seconds
 
 MODALITY_ROWS = (("both_present", "both modalities"), ("echo_absent", "echo absent"),
                  ("ecg_absent", "ECG absent"))
 HARDWARE_KEYS = ("cpu", "cores", "threads", "torch", "sklearn", "device")
-SIZING_ROWS = (
-    ("records", "records to re-extract", fmt.integer),
-    ("gpu_hours", "GPU-hours", fmt.number),
-    ("wall_clock_hours", "wall-clock", fmt.hours),
-    ("gpus", "GPUs", fmt.integer),
-    ("records_per_s_per_gpu", "throughput (records/s per GPU)", fmt.number),
-    ("storage_bytes", "token-level storage", fmt.nbytes),
-    ("pooled_storage_bytes", "pooled storage", fmt.nbytes),
-    ("disk_bytes", "disk", fmt.nbytes),
-    ("fits_disk", "fits disk", fmt.yes_no),
-    ("max_records_on_disk", "max records on disk", fmt.integer),
-)
 
 
 def probe_sections(inputs: ReportInputs) -> list[Block]:
@@ -219,20 +208,6 @@ def probe_telemetry_blocks(inputs: ReportInputs) -> list[Block]:
     blocks.append(table(["probe", "median step", "steps/epoch", "epochs run", "active",
                          "best epoch", "launches"], rows, caption))
     return blocks
-
-
-def sizing_blocks(src: Source) -> list[Block]:
-    """The GPU-sizing answer for re-extracting token-level embeddings."""
-    blocks: list[Block] = [Heading("GPU sizing: re-extraction", 3, "sizing")]
-    if not src.ok:
-        return blocks + [Note(f"{src.note()} (dvc repro sizing).")]
-    d = src.data
-    known = {k for k, _, _ in SIZING_ROWS}
-    rows = [[label, f(get(d, key))] for key, label, f in SIZING_ROWS if key in d]
-    rows += [[k, str(v)] for k, v in d.items()
-             if k not in known and isinstance(v, int | float | str | bool | None)]
-    return blocks + [table(["quantity", "value"], rows, "From metrics/sizing.json (inputs "
-                                                        "echoed below the answer).")]
 
 
 def hardware_blocks(inputs: ReportInputs) -> list[Block]:

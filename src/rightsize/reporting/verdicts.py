@@ -2,8 +2,8 @@
 
 * :func:`probe_gpu_verdict` — do probe training and evaluation need a GPU? (measured
   wall-clock and peak memory on the stated hardware, against ``report.cpu_budget_s``)
-* :func:`sizing_verdict` — what the configured re-extraction would need (GPU-hours,
-  storage, whether it fits the disk)
+* :func:`sizing_verdict` — what the configured re-extraction would need (GPU-hours on
+  which GPU, measured or estimated, storage, the bound, whether it fits the disk)
 * :func:`run_verdict` — per rescued run: cost per epoch, epochs actually run, projection
 """
 
@@ -116,26 +116,11 @@ def probe_gpu_verdict(inputs: ReportInputs, cfg: ReportConfig) -> Verdict:
 
 
 def sizing_verdict(sizing: Source) -> Verdict:
-    """Answer the re-extraction question from ``metrics/sizing.json``."""
-    if not sizing.ok:
-        return Verdict("sizing", SIZING_QUESTION, "not run", _sentence(sizing.note()))
-    d = sizing.data
-    gpu_h, wall_h = num(d, "gpu_hours"), num(d, "wall_clock_hours")
-    storage, disk = num(d, "storage_bytes"), num(d, "disk_bytes")
-    records = num(d, "records") or num(d, "inputs.records")
-    gpus = num(d, "gpus") or num(d, "inputs.gpus")
-    fits = get(d, "fits_disk")
-    what = f"{fmt.integer(records)} records" if records is not None else "The configured records"
-    on = f" on {fmt.integer(gpus)} GPUs" if gpus is not None else ""
-    if isinstance(fits, bool) and disk is not None:
-        fit = f"fits the {fmt.nbytes(disk)} disk: {'yes' if fits else 'NO'}"
-    elif isinstance(fits, bool):
-        fit = f"fits disk: {'yes' if fits else 'NO'}"
-    else:
-        fit = "no disk size configured"
-    text = (f"{what} need {fmt.number(gpu_h)} GPU-hours ({fmt.hours(wall_h)} wall-clock{on}) "
-            f"and {fmt.nbytes(storage)} of storage; {fit}.")
-    return Verdict("sizing", SIZING_QUESTION, f"{fmt.number(gpu_h)} GPU-hours", text)
+    """Answer the re-extraction question from ``metrics/sizing.json`` (the measured ask)."""
+    from rightsize.reporting.sections_sizing import sizing_answer
+
+    answer, text = sizing_answer(sizing)
+    return Verdict("sizing", SIZING_QUESTION, answer, text)
 
 
 def schedule_phrase(row: Any) -> str:

@@ -1,4 +1,4 @@
-"""Verbs: footprint (what the probe pipeline occupies) and sizing (GPU/storage calculator)."""
+"""Verbs: footprint (what the probe pipeline occupies) and sizing (from measured encoders)."""
 
 from __future__ import annotations
 
@@ -12,20 +12,6 @@ from rightsize.errors import ParamsError
 
 log = logging.getLogger(__name__)
 
-# (flag, params key, converter name): numeric flags are parsed here, not by argparse, so a
-# bad value is one error line naming the key (argparse would print usage + error).
-_SIZING_FLAGS = (
-    ("--records", "records", "int"),
-    ("--seconds-per-record", "seconds_per_record", "float"),
-    ("--tokens-per-second", "tokens_per_second", "float"),
-    ("--hidden-dim", "hidden_dim", "int"),
-    ("--layers-kept", "layers_kept", "int"),
-    ("--dtype", "dtype", "str"),
-    ("--records-per-s-per-gpu", "records_per_s_per_gpu", "float"),
-    ("--gpus", "gpus", "int"),
-    ("--disk-bytes", "disk_bytes", "size"),
-)
-
 _FOOTPRINT_EPILOG = """\
 example:
   rightsize footprint --params params.yaml --manifest data/manifest.parquet --models models \\
@@ -33,15 +19,15 @@ example:
 """
 
 _SIZING_EPILOG = """\
-examples:
-  rightsize sizing --params params.yaml --json metrics/sizing.json
-  rightsize sizing --records 1000000 --seconds-per-record 10 --tokens-per-second 50 \\
-      --hidden-dim 768 --layers-kept 4 --dtype float16 --records-per-s-per-gpu 40 \\
-      --gpus 8 --disk-bytes 2TB
+example:
+  rightsize sizing --params params.yaml --manifest data/manifest.parquet \\
+      --bench-dir metrics/encoders --gpu-dir measurements/gpu --json metrics/sizing.json
 
-storage = records x seconds x tokens/s x hidden x layers x dtype bytes;
-GPU-hours = records / (records/s/GPU) / 3600; wall clock = GPU-hours / GPUs.
-Flags override the params block; --disk-bytes accepts 2TB, 500GiB, 2e12.
+Every rate comes from a bench file: tokens, FLOPs and CPU preprocessing from
+metrics/encoders/<model>.json (the encoder_bench stage); GPU records/s from a committed
+GPU file in --gpu-dir (`rightsize bench-encoder --device cuda`). Without a GPU file,
+GPU-hours are estimated from the measured FLOPs at sizing.estimate.utilisation and
+labelled so. Free disk space is measured at sizing.disk.path.
 """
 
 
@@ -68,80 +54,88 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
 
     sz = sub.add_parser(
         "sizing", parents=[common],
-        help="GPU-hours and storage to re-extract token-level embeddings",
-        description="Size a re-extraction of token-level hidden states (e.g. HuBERT-ECG): "
-                    "storage bytes, a pooled alternative, GPU-hours, wall clock on G GPUs and "
-                    "whether the result fits the disk. Values come from the params block "
-                    "`sizing` and/or flags (flags win).",
+        help="GPU-, CPU-hours and storage to re-extract embeddings",
+        description="Size re-extracting embeddings from the measured encoder bench files: "
+                    "per scenario (the paired cohort in the manifest, an expansion, a "
+                    "full-corpus ceiling) and model, the records, tokens, storage, GPU-hours "
+                    "(measured on a GPU, or estimated from measured FLOPs), CPU-hours of "
+                    "preprocessing, which one bounds the job and whether it fits the disk.",
         epilog=_SIZING_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    sz.add_argument("--params", help="params.yaml with a `sizing` block (optional with flags)")
-    sz.add_argument("--json", help="write the flat result JSON here (atomically); '-' prints "
-                                   "it on stdout instead of the table")
-    for flag, key, _kind in _SIZING_FLAGS:
-        sz.add_argument(flag, dest=key, default=None, metavar=key.upper(),
-                        help=f"overrides sizing.{key}")
+    sz.add_argument("--params", default="params.yaml", help="params file (block sizing)")
+    sz.add_argument("--manifest", default="data/manifest.parquet",
+                    help="cohort manifest: the paired cohort's ECG records and echo clips")
+    sz.add_argument("--bench-dir", default="metrics/encoders",
+                    help="encoder bench files <model>.json (default: metrics/encoders)")
+    sz.add_argument("--gpu-dir", default="measurements/gpu",
+                    help="committed GPU bench files (default: measurements/gpu)")
+    sz.add_argument("--json", help="write the result JSON here (atomically); '-' prints it on "
+                                   "stdout instead of the table")
     sz.set_defaults(func=run_sizing)
 
 
-def _convert(flag: str, key: str, kind: str, text: str) -> Any:
-    from rightsize.probes.sizing_config import parse_size
+def _read_json(path: Path) -> dict[str, Any]:
+    import json
 
-    name = f"sizing.{key} ({flag})"
-    if kind == "str":
-        return text
-    if kind == "size":
-        return parse_size(text, name)
-    want = "an integer" if kind == "int" else "a number"
-    if kind == "int":
-        try:
-            return int(text)
-        except ValueError:
-            pass
+    from rightsize.errors import DataError, InputError
+
+    if not path.is_file():
+        raise InputError(f"{path}: bench file not found (run `dvc repro encoder_bench` or "
+                         f"`rightsize bench-encoder`)")
     try:
-        value = float(text)
-    except ValueError:
-        raise ParamsError(f"{name}: expected {want}, got {text!r}") from None
-    if kind == "float":
-        return value
-    if not value.is_integer():  # ints may be written 1e6 or 1_000_000
-        raise ParamsError(f"{name}: expected {want}, got {text!r}")
-    return int(value)
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise DataError(f"{path}: not valid JSON: {exc}") from None
+    for key in ("family", "size", "tokens_per_record", "hidden_size", "hidden_states",
+                "flops_per_record", "device", "hardware"):
+        if not isinstance(data, dict) or key not in data:
+            raise DataError(f"{path}: not an encoder bench file (missing key {key})")
+    return data
 
 
-def sizing_config_from(args: argparse.Namespace) -> Any:
-    """Build the :class:`SizingConfig` from ``--params`` (block ``sizing``) and flag overrides."""
-    from rightsize.params import load_params, parse
-    from rightsize.probes.sizing_config import SizingConfig, parse_size
+def paired_counts(manifest: Path, benches: dict[str, dict[str, Any]]) -> dict[str, int]:
+    """Records of each model in the paired cohort: ECG rows with an ECG, echo clips present."""
+    import pyarrow.parquet as pq
 
-    block: dict[str, Any] = {}
-    if args.params:
-        raw = load_params(args.params)
-        if "sizing" not in raw:
-            raise ParamsError(f"{args.params}: missing key sizing")
-        if not isinstance(raw["sizing"], dict):
-            raise ParamsError("sizing: expected a mapping")
-        block = dict(raw["sizing"])
-        if isinstance(block.get("disk_bytes"), str):
-            block["disk_bytes"] = parse_size(block["disk_bytes"], "sizing.disk_bytes")
-    for flag, key, kind in _SIZING_FLAGS:
-        text = getattr(args, key)
-        if text is not None:
-            block[key] = _convert(flag, key, kind, text)
-    if not args.params:
-        missing = [(f, k) for f, k, _ in _SIZING_FLAGS if k not in block and k != "disk_bytes"]
-        if missing:
-            flag, key = missing[0]
-            raise ParamsError(f"sizing.{key}: missing (give {flag} or --params; also missing: "
-                              f"{', '.join(f for f, _ in missing[1:]) or 'nothing else'})")
-    return parse(SizingConfig, block, "sizing")
+    from rightsize.errors import DataError, InputError
+
+    if not manifest.is_file():
+        raise InputError(f"{manifest}: manifest not found (dvc repro cohort)")
+    try:
+        table = pq.read_table(manifest, columns=["has_ecg", "n_clips"])
+    except Exception as exc:  # noqa: BLE001 - pyarrow raises several types
+        raise DataError(f"{manifest}: cannot read has_ecg/n_clips: {exc}") from None
+    ecg = int(table.column("has_ecg").to_numpy().sum())
+    clips = int(table.column("n_clips").to_numpy().astype("int64").sum())
+    return {m: (ecg if b["family"] == "hubert_ecg" else clips) for m, b in benches.items()}
 
 
 def run_sizing(args: argparse.Namespace) -> int:
-    """``rightsize sizing``: print the sizing table and optionally write the JSON."""
-    from rightsize.probes.sizing import size_extraction, table_rows
+    """``rightsize sizing``: size every scenario from the bench files; table and JSON."""
+    import os
+    import shutil
 
-    cfg = sizing_config_from(args)
-    result = size_extraction(cfg)
+    from rightsize.params import load_params, parse
+    from rightsize.sizing.config import SizingConfig, check_retired
+    from rightsize.sizing.plan import size_all
+    from rightsize.sizing.report_rows import table_rows
+
+    raw = load_params(args.params)
+    if "sizing" not in raw:
+        raise ParamsError(f"{args.params}: missing key sizing")
+    if not isinstance(raw["sizing"], dict):
+        raise ParamsError("sizing: expected a mapping")
+    check_retired(raw["sizing"])
+    cfg = parse(SizingConfig, raw["sizing"], "sizing")
+    benches = {m: _read_json(Path(args.bench_dir) / f"{m}.json") for m in cfg.models}
+    gpu_dir = Path(args.gpu_dir)
+    gpu_files = {p.name: _read_json(p) for p in sorted(gpu_dir.glob("*.json"))} \
+        if gpu_dir.is_dir() else {}
+    paired = paired_counts(Path(args.manifest), benches)
+    disk = Path(cfg.disk.path)
+    if not disk.is_dir():
+        raise ParamsError(f"sizing.disk.path: {disk} is not a directory")
+    result = size_all(cfg, benches, gpu_files, paired, shutil.disk_usage(disk).free)
+    result["disk"]["writable"] = os.access(disk, os.W_OK)
     if args.json:
         console.emit_json(args.json, result)
     if args.json == "-":
@@ -194,7 +188,7 @@ def _block(raw: dict[str, Any], key: str, path: str) -> dict[str, Any]:
 
 
 def _footprint_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
-    from rightsize.probes.sizing_config import format_bytes
+    from rightsize.sizing.units import format_bytes
 
     rows = [("manifest", f"{format_bytes(result['manifest_bytes'])} "
                          f"({result['payload_measured_ratio']:.2f}x the float32 payload "

@@ -1,0 +1,204 @@
+"""The ``encoder_bench`` and ``sizing`` params blocks as frozen dataclasses, checked once.
+
+``encoder_bench.models.<name>`` picks an encoder family and size and how to time it;
+``sizing`` says which scenarios to size from the bench files, what is kept per record,
+the GPU assumed for an estimate when no GPU file exists, and the disk. Keys of the old
+asserted calculator (``tokens_per_second``, ``records_per_s_per_gpu`` ...) are errors that
+say what replaced them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from rightsize.errors import ParamsError
+from rightsize.params import require
+from rightsize.sizing.units import DTYPE_BYTES
+
+COMPUTE_DTYPES = ("float32", "bfloat16", "float16")
+KEEP = ("tokens", "pooled")
+PAIRED = "paired_cohort"
+
+#: Keys of the retired asserted-rate calculator -> what measures or replaces them now.
+RETIRED_KEYS: dict[str, str] = {
+    "tokens_per_second": "tokens per record are measured from the encoder's output shapes "
+                         "(encoder_bench stage -> metrics/encoders/<model>.json)",
+    "records_per_s_per_gpu": "throughput is measured by `rightsize bench-encoder --device cuda` "
+                             "(a committed GPU file), else estimated from measured FLOPs at "
+                             "sizing.estimate.utilisation",
+    "seconds_per_record": "the record geometry is encoder_bench.models.<model> "
+                          "(crops_per_record x 5 s crops)",
+    "hidden_dim": "the hidden width comes from encoder_bench.models.<model>.size",
+    "layers_kept": "use sizing.models.<model>.layers_kept",
+    "records": "records come from the manifest (paired_cohort) and sizing.scenarios",
+    "disk_bytes": "use sizing.disk.quota (free space is measured at sizing.disk.path)",
+}
+
+
+def check_retired(block: dict, key: str = "sizing") -> None:
+    """Raise ``ParamsError`` for the first retired key in ``block``, saying what replaced it."""
+    for name, instead in RETIRED_KEYS.items():
+        if name in block:
+            raise ParamsError(f"{key}.{name}: retired (it was an asserted figure); {instead}")
+
+
+def _positive_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+@dataclass(frozen=True)
+class EncoderModelConfig:
+    """One encoder to benchmark (``encoder_bench.models.<name>``).
+
+    ``batch_sizes`` count model inputs (ECG crops, echo clips), timed in ascending order;
+    ``cpu_timing_layers`` times a truncated model of that depth on CPU (same input shape
+    and width) and scales the time by the FLOP ratio to the full depth; ``null`` times the
+    full model. ``preprocess_records`` ECG files are written and preprocessed (0 = skip).
+    """
+
+    family: str
+    size: str
+    batch_sizes: tuple[int, ...]
+    crops_per_record: int = 2
+    frames: int = 16
+    resolution: int = 256
+    cpu_timing_layers: int | None = None
+    preprocess_records: int = 0
+
+    def validate(self, key: str) -> None:
+        """Raise ``ParamsError`` naming ``<key>.<field>`` for a bad value."""
+        from rightsize.sizing.encoders import FAMILIES
+
+        require(self.family in FAMILIES, f"{key}.family",
+                f"unknown encoder {self.family!r} (known: {', '.join(sorted(FAMILIES))})")
+        sizes = FAMILIES[self.family]
+        require(self.size in sizes, f"{key}.size",
+                f"unknown {self.family} size {self.size!r} (known: {', '.join(sizes)})")
+        require(bool(self.batch_sizes) and all(_positive_int(b) for b in self.batch_sizes),
+                f"{key}.batch_sizes", f"must be positive integers, got {list(self.batch_sizes)}")
+        for name in ("crops_per_record", "frames", "resolution"):
+            require(_positive_int(getattr(self, name)), f"{key}.{name}",
+                    f"must be a positive integer, got {getattr(self, name)!r}")
+        if self.cpu_timing_layers is not None:
+            require(_positive_int(self.cpu_timing_layers), f"{key}.cpu_timing_layers",
+                    f"must be a positive integer or null, got {self.cpu_timing_layers!r}")
+        require(isinstance(self.preprocess_records, int) and self.preprocess_records >= 0,
+                f"{key}.preprocess_records", f"must be >= 0, got {self.preprocess_records!r}")
+
+
+@dataclass(frozen=True)
+class EncoderBenchConfig:
+    """The ``encoder_bench`` block: models plus how every model is timed."""
+
+    models: dict[str, EncoderModelConfig]
+    device: str = "cpu"
+    repeats: int = 3
+    warmup: int = 1
+    threads: int = 0
+    compute_dtype: str = "float32"
+
+    def validate(self, key: str = "encoder_bench") -> None:
+        """Raise ``ParamsError`` naming ``<key>.<field>`` for a bad value."""
+        require(bool(self.models), f"{key}.models", "must name at least one encoder")
+        require(self.device == "cpu" or self.device.startswith("cuda"), f"{key}.device",
+                f"must be cpu or cuda[:N], got {self.device!r}")
+        require(_positive_int(self.repeats) and self.repeats >= 3, f"{key}.repeats",
+                f"must be an integer >= 3 (median and spread), got {self.repeats!r}")
+        require(isinstance(self.warmup, int) and self.warmup >= 0, f"{key}.warmup",
+                f"must be >= 0, got {self.warmup!r}")
+        require(isinstance(self.threads, int) and self.threads >= 0, f"{key}.threads",
+                f"must be >= 0 (0 = all cores), got {self.threads!r}")
+        require(self.compute_dtype in COMPUTE_DTYPES, f"{key}.compute_dtype",
+                f"unknown dtype {self.compute_dtype!r} (known: {', '.join(COMPUTE_DTYPES)})")
+
+
+@dataclass(frozen=True)
+class ModelSizing:
+    """What one model keeps per record (``sizing.models.<name>``): layers and tokens/pooled."""
+
+    layers_kept: int
+    keep: str = "tokens"
+
+    def validate(self, key: str) -> None:
+        """Raise ``ParamsError`` naming ``<key>.<field>`` for a bad value."""
+        require(_positive_int(self.layers_kept), f"{key}.layers_kept",
+                f"must be a positive integer, got {self.layers_kept!r}")
+        require(self.keep in KEEP, f"{key}.keep",
+                f"unknown choice {self.keep!r} (known: {', '.join(KEEP)})")
+
+
+@dataclass(frozen=True)
+class GpuEstimate:
+    """The GPU assumed when no GPU measurement exists: a published peak and a utilisation range."""
+
+    gpu: str
+    peak_tflops: float
+    utilisation: tuple[float, float]
+
+    def validate(self, key: str) -> None:
+        """Raise ``ParamsError`` naming ``<key>.<field>`` for a bad value."""
+        require(math.isfinite(self.peak_tflops) and self.peak_tflops > 0,
+                f"{key}.peak_tflops", f"must be positive, got {self.peak_tflops!r}")
+        lo_hi = self.utilisation
+        require(len(lo_hi) == 2 and 0 < lo_hi[0] <= lo_hi[1] <= 1, f"{key}.utilisation",
+                f"must be [low, high] with 0 < low <= high <= 1, got {list(lo_hi)}")
+
+
+@dataclass(frozen=True)
+class DiskConfig:
+    """Where the output goes (free space measured there) and the quota it must also fit."""
+
+    path: str
+    quota: str | float | None = None
+
+
+@dataclass(frozen=True)
+class AskConfig:
+    """Which scenario and models the report's one-line ask adds up."""
+
+    scenario: str
+    models: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class SizingConfig:
+    """The ``sizing`` block: scenarios x models sized from measured bench files."""
+
+    models: dict[str, ModelSizing]
+    dtype: str
+    scenarios: dict[str, dict[str, int]]
+    ask: AskConfig
+    estimate: GpuEstimate
+    disk: DiskConfig
+    gpus: int = 8
+    cpu_cores_per_gpu: int = 8
+    gpu: str | None = None
+
+    def validate(self, key: str = "sizing") -> None:
+        """Raise ``ParamsError`` naming ``<key>.<field>`` for a bad value."""
+        require(bool(self.models), f"{key}.models", "must name at least one model")
+        require(self.dtype in DTYPE_BYTES, f"{key}.dtype",
+                f"unknown dtype {self.dtype!r} (known: {', '.join(sorted(DTYPE_BYTES))})")
+        require(PAIRED not in self.scenarios, f"{key}.scenarios.{PAIRED}",
+                "is measured from the manifest; do not set it")
+        for name, counts in self.scenarios.items():
+            for model, records in counts.items():
+                require(model in self.models, f"{key}.scenarios.{name}.{model}",
+                        f"unknown model (known: {', '.join(self.models)})")
+                require(_positive_int(records), f"{key}.scenarios.{name}.{model}",
+                        f"records must be a positive integer, got {records!r}")
+        require(self.ask.scenario == PAIRED or self.ask.scenario in self.scenarios,
+                f"{key}.ask.scenario", f"unknown scenario {self.ask.scenario!r} "
+                f"(known: {', '.join([PAIRED, *self.scenarios])})")
+        for m in self.ask.models:
+            require(m in self.models, f"{key}.ask.models",
+                    f"unknown model {m!r} (known: {', '.join(self.models)})")
+        for name in ("gpus", "cpu_cores_per_gpu"):
+            require(_positive_int(getattr(self, name)), f"{key}.{name}",
+                    f"must be a positive integer, got {getattr(self, name)!r}")
+
+    @property
+    def dtype_bytes(self) -> int:
+        """Bytes per stored element."""
+        return DTYPE_BYTES[self.dtype]
