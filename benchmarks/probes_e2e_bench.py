@@ -88,11 +88,17 @@ def _lookup(params: dict[str, Any], dotted: str) -> Any:
 
 
 def _env(threads: int, src: Path | None) -> dict[str, str]:
+    """Thread variables at ``threads``; ``src`` first on PYTHONPATH; the ``rightsize``
+    console script of ``src``'s tree (``<tree>/bin``, see :func:`_export`) or of this
+    venv first on PATH."""
     env = dict(os.environ)
     env.update({v: str(threads) for v in THREAD_VARS})
     env.pop("PYTHONPATH", None)
+    bindir = str(Path(sys.executable).parent)
     if src is not None:
         env["PYTHONPATH"] = str(src)
+        bindir = str(src.parent / "bin") + os.pathsep + bindir
+    env["PATH"] = bindir + os.pathsep + env.get("PATH", "")
     return env
 
 
@@ -109,9 +115,10 @@ def _project(root: Path, manifest: Path, params: dict[str, Any]) -> Path:
 
 def run_ours(cmds: list[tuple[str, str, str]], probe: str, proj: Path, env: dict[str, str],
              timeout: float) -> dict[str, Any]:
-    """Run ``probe``'s stage commands in order; per-stage and summed wall, peak RSS."""
-    bindir = str(Path(sys.executable).parent)
-    env = {**env, "PATH": bindir + os.pathsep + env.get("PATH", "")}
+    """Run ``probe``'s stage commands in order; per-stage and summed wall, peak RSS.
+
+    ``rightsize`` is the first one on ``env["PATH"]`` (see :func:`_env`).
+    """
     stages = []
     for stage, p, cmd in cmds:
         if p != probe:
@@ -169,11 +176,21 @@ def run_calibration(manifest: Path, probe: str, fd: int, params: Path, env: dict
 
 
 def _export(rev: str, dest: Path) -> Path:
-    """``git archive REV src dvc.yaml`` unpacked under ``dest``."""
+    """``git archive REV src dvc.yaml pyproject.toml`` unpacked under ``dest``, plus
+    ``dest/bin/rightsize``: the console script pip would write for that revision's entry
+    point (``rightsize = "module:function"``), run by this interpreter."""
     dest.mkdir(parents=True)
-    tar = subprocess.run(["git", "archive", rev, "src", "dvc.yaml"], cwd=REPO,
-                         capture_output=True, check=True).stdout
+    tar = subprocess.run(["git", "archive", rev, "src", "dvc.yaml", "pyproject.toml"],
+                         cwd=REPO, capture_output=True, check=True).stdout
     subprocess.run(["tar", "-x", "-C", str(dest)], input=tar, check=True)
+    entry = re.search(r'^rightsize\s*=\s*"([\w.]+):(\w+)"',
+                      (dest / "pyproject.toml").read_text(), re.M)
+    (dest / "bin").mkdir()
+    script = dest / "bin" / "rightsize"
+    script.write_text(f"#!{sys.executable}\nimport sys\nfrom {entry.group(1)} import "
+                      f"{entry.group(2)}\nif __name__ == '__main__':\n"
+                      f"    sys.exit({entry.group(2)}())\n")
+    script.chmod(0o755)
     return dest
 
 
