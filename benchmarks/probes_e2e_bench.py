@@ -140,14 +140,23 @@ def _quality(proj: Path, probe: str) -> dict[str, Any]:
     return {"test_mae": test["mae"], "test_auroc": test["auroc"]}
 
 
+def entry_point(pyproject: Path) -> str:
+    """The ``rightsize`` console script's function name in ``pyproject``."""
+    m = re.search(r'^rightsize\s*=\s*"([\w.]+):(\w+)"', pyproject.read_text(), re.M)
+    return m.group(2)
+
+
 def budget_ours(cmds: list[tuple[str, str, str]], probe: str, proj: Path,
-                env: dict[str, str], timeout: float) -> list[dict[str, Any]]:
-    """One run of each of ``probe``'s stages under ``stage_budget.py``: time by phase."""
+                env: dict[str, str], timeout: float, entry: str) -> list[dict[str, Any]]:
+    """One run of each of ``probe``'s stages under ``stage_budget.py``: time by phase,
+    ending the process as the console script with function ``entry`` does."""
     out = []
     for stage, p, cmd in cmds:
         if p != probe:
             continue
         argv = cmd.split()[1:]
+        if entry == "console_main":
+            argv = ["--os-exit", *argv]
         with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as fh:
             target = fh.name
         m = run_process([sys.executable, str(HERE / "stage_budget.py"), target, *argv],
@@ -183,13 +192,11 @@ def _export(rev: str, dest: Path) -> Path:
     tar = subprocess.run(["git", "archive", rev, "src", "dvc.yaml", "pyproject.toml"],
                          cwd=REPO, capture_output=True, check=True).stdout
     subprocess.run(["tar", "-x", "-C", str(dest)], input=tar, check=True)
-    entry = re.search(r'^rightsize\s*=\s*"([\w.]+):(\w+)"',
-                      (dest / "pyproject.toml").read_text(), re.M)
+    func = entry_point(dest / "pyproject.toml")
     (dest / "bin").mkdir()
     script = dest / "bin" / "rightsize"
-    script.write_text(f"#!{sys.executable}\nimport sys\nfrom {entry.group(1)} import "
-                      f"{entry.group(2)}\nif __name__ == '__main__':\n"
-                      f"    sys.exit({entry.group(2)}())\n")
+    script.write_text(f"#!{sys.executable}\nimport sys\nfrom rightsize.cli import {func}\n"
+                      f"if __name__ == '__main__':\n    sys.exit({func}())\n")
     script.chmod(0o755)
     return dest
 
@@ -257,9 +264,11 @@ def main() -> int:
                 print(f"run {r + 1} {probe} d{fd}: " + "; ".join(
                     f"{who} {runs[(who, case)][-1]['wall_s']:.1f} s"
                     for who in (*trees, "calibration")), file=sys.stderr, flush=True)
+        entries = {who: entry_point((src.parent if src else REPO) / "pyproject.toml")
+                   for who, (_, src) in trees.items()}
         budgets = {(who, case): budget_ours(cmds[(who, case[1])], case[0],
                                             projects[(who, case[1])], _env(1, src),
-                                            args.timeout)
+                                            args.timeout, entries[who])
                    for case in cases for who, (_, src) in trees.items()}
         stage_cmds = {who: list(cmds[(who, 256)]) for who in trees}
     info["load average at end"] = ", ".join(f"{x:.2f}" for x in os.getloadavg())

@@ -108,8 +108,14 @@ def _timed_import(name: str, *args: Any, **kwargs: Any) -> Any:
 
 
 def main() -> int:
-    """Run ``rightsize ARGS`` with phase timers; write the phases as JSON to argv[1]."""
+    """Run ``rightsize ARGS`` with phase timers; write the phases as JSON to argv[1].
+
+    ``--os-exit`` before ARGS ends the process the way a console script whose entry point
+    is ``rightsize.cli.console_main`` does (flush, then ``os._exit``, no module teardown).
+    """
     out_path, argv = sys.argv[1], sys.argv[2:]
+    os_exit = argv[:1] == ["--os-exit"]
+    argv = argv[1:] if os_exit else argv
     t0 = time.perf_counter()
     builtins.__import__ = _timed_import
     rc = 1
@@ -125,6 +131,14 @@ def main() -> int:
         with open(out_path, "w", encoding="utf-8") as fh:
             json.dump({"rc": rc, "in_process_s": total, "phases": phases,
                        "modules": sorted({m.split(".")[0] for m in sys.modules})}, fh)
+    if os_exit:
+        import logging
+        import os
+
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(rc)
     return rc
 
 
