@@ -45,7 +45,11 @@ def test_exp_run_with_new_seed_retrains_every_probe(seed7, built_project, pipeli
     clone_a, _origin, out = seed7
     ran = set(repro_stages(out))
     assert {f"train@{p}" for p in PROBES} <= ran
-    assert {f"evaluate@{p}" for p in PROBES} <= ran
+    assert not any(s.startswith("evaluate@") for s in ran)   # evaluated inside train@<probe>
+    for probe in PROBES:        # ... and the evaluation saw the new seed's model
+        ev = json.loads((clone_a / "metrics" / "eval" / f"{probe}.json").read_text())
+        tr = json.loads((clone_a / "metrics" / "train" / f"{probe}.json").read_text())
+        assert ev["val"]["mae"] == pytest.approx(tr["val"]["mae"], rel=1e-12), probe
     assert not ran & {"cohort", "demo_run", "telemetry@demo", "sizing"}
     lock = yaml.safe_load((clone_a / "dvc.lock").read_text())["stages"]
     for probe in PROBES:
@@ -80,7 +84,7 @@ def test_exp_push_then_pull_in_another_clone_restores_the_same_results(
 def test_queued_seed_sweep_and_seeds_summary(project, pipeline_env, tmp_path):
     # `rightsize sweep` = dvc exp run --queue -S train.seed=1,2 + dvc queue start -j 1 + wait.
     sweep = run(["rightsize", "sweep", "--seeds", "1,2", "-j", "1", "--poll", "1",
-                 "--timeout", "480", "evaluate@fused"], project, pipeline_env)
+                 "--timeout", "480", "train@fused"], project, pipeline_env)
     assert "2 experiments succeeded" in sweep.stderr
     groups = _exp_groups(project, pipeline_env)
     assert len(groups) == 2

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
+import sys
 
 import pytest
 import yaml
@@ -85,6 +87,69 @@ def test_evaluate_twice_gives_identical_metrics(work):
     assert _eval(work, "evaluate", "fused", work / "b.json") == 0
     a, b = (json.loads((work / n).read_text()) for n in ("a.json", "b.json"))
     assert a["test"] == b["test"] and a["attention_entropy"] == b["attention_entropy"]
+
+
+# What may differ between the evaluation in the train process and a separate evaluate
+# process: the clocks, the process's peak RSS and the time the bootstrap took.
+_PROCESS_KEYS = ("wall_clock_s", "peak_rss_mb", "bootstrap_s")
+
+
+@pytest.mark.parametrize("probe", ["ecg", "echo", "concat", "fused"])
+def test_train_eval_json_equals_a_separate_evaluate(work, tmp_path, probe):
+    out = tmp_path / probe
+    assert main(["train", probe, "--params", str(work / "params.yaml"), "--manifest",
+                 str(work / "manifest.parquet"), "--out", str(out), "-q",
+                 "--eval-json", str(tmp_path / "in_train.json")]) == 0
+    assert _eval(work, "evaluate", probe, tmp_path / "separate.json", model=out) == 0
+    a, b = (json.loads((tmp_path / n).read_text()) for n in ("in_train.json", "separate.json"))
+    assert set(a) == set(b)
+    for key in _PROCESS_KEYS:
+        a.pop(key), b.pop(key)
+    assert a == b        # every model metric bit for bit, checkpoint bytes, hardware stamp
+
+
+def test_train_eval_json_bad_evaluate_params_fail_before_training(work, tmp_path, capsys):
+    p = tmp_path / "params.yaml"
+    p.write_text(yaml.safe_dump({"train": TRAIN, "evaluate": {**EVALUATE, "ci": 1.5}}))
+    rc = main(["train", "echo", "--params", str(p), "--manifest",
+               str(work / "manifest.parquet"), "--out", str(tmp_path / "m"),
+               "--eval-json", str(tmp_path / "e.json")])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and "evaluate.ci" in err and "\n" not in err
+    assert not (tmp_path / "m").exists() and not (tmp_path / "e.json").exists()
+
+
+_IMPORTS = """
+import json, sys
+from rightsize.cli import main
+rc = main(sys.argv[1:])
+print(json.dumps({"rc": rc, "modules": sorted({m.split('.')[0] for m in sys.modules})}))
+"""
+
+
+@pytest.mark.parametrize(("probe", "absent_train", "absent_eval"), [
+    ("ecg", {"torch"}, {"torch", "sklearn", "pandas"}),   # sklearn itself imports pandas
+    ("echo", {"sklearn", "pandas"}, {"sklearn", "pandas"}),
+    ("fused", {"sklearn", "pandas"}, {"sklearn", "pandas"}),
+])
+def test_train_and_evaluate_import_only_what_the_probe_uses(work, tmp_path, probe, absent_train,
+                                                             absent_eval):
+    """A fresh process: the ECG probe never loads torch, its evaluation not even
+    scikit-learn; the torch probes load neither scikit-learn nor pandas (each costs
+    0.2-1 s of every stage's start-up)."""
+    argv = ["train", probe, "--params", str(work / "params.yaml"), "--manifest",
+            str(work / "manifest.parquet"), "--out", str(tmp_path / probe), "-q",
+            "--eval-json", str(tmp_path / "e.json")]
+    evaluate = ["evaluate", *argv[1:6], "--model", str(tmp_path / probe), "-q",
+                "--json", str(tmp_path / "e2.json")]
+    for args, absent in ((argv, absent_train), (evaluate, absent_eval)):
+        proc = subprocess.run([sys.executable, "-c", _IMPORTS, *args], capture_output=True,
+                              text=True, check=False)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        doc = json.loads(proc.stdout.strip().splitlines()[-1])
+        assert doc["rc"] == 0
+        assert not absent & set(doc["modules"]), (args[0], absent & set(doc["modules"]))
+        assert ("torch" in doc["modules"]) == (probe != "ecg")
 
 
 def test_missing_modality_keys(work):

@@ -49,6 +49,7 @@ def load_arrays(path: str | os.PathLike[str]) -> CohortArrays:
     """
     import pyarrow as pa
 
+    from rightsize.cohort.columns import bools, numbers, strings
     from rightsize.cohort.manifest import flat_values, iter_row_groups, metadata_of, open_manifest
     from rightsize.cohort.validate import check_schema, checker_for
 
@@ -68,17 +69,16 @@ def load_arrays(path: str | os.PathLike[str]) -> CohortArrays:
     for off, table in iter_row_groups(pf):
         rows = slice(off, off + table.num_rows)
         split[rows] = checker.check(table, off)
-        lvef[rows] = table.column("lvef").to_numpy()
-        n_clips[rows] = table.column("n_clips").to_numpy()
+        lvef[rows] = numbers(table.column("lvef"))
+        n_clips[rows] = numbers(table.column("n_clips"))
         for name, arr in flags.items():
-            arr[rows] = table.column(name).to_numpy(zero_copy_only=False)
+            arr[rows] = bools(table.column(name))
         echo[rows] = flat_values(table.column("echo")).reshape(table.num_rows, c, -1)
         ecg[rows] = flat_values(table.column("ecg")).reshape(table.num_rows, -1)
         ids.append(table.column("subject_id").combine_chunks())
         del table
     checker.finish(meta)
-    subject_id = (pa.concat_arrays(ids).to_numpy(zero_copy_only=False) if ids
-                  else np.array([], dtype=object))
+    subject_id = strings(pa.concat_arrays(ids)) if ids else np.array([], dtype=object)
     return CohortArrays(subject_id=subject_id, split=split, lvef=lvef,
                         ef_le_40=flags["ef_le_40"], echo=echo, n_clips=n_clips, ecg=ecg,
                         has_echo=flags["has_echo"], has_ecg=flags["has_ecg"], metadata=meta)

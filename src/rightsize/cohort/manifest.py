@@ -42,6 +42,7 @@ import pyarrow.parquet as pq
 
 from rightsize.atomic import atomic_path
 from rightsize.cohort.arrays import SPLITS
+from rightsize.cohort.columns import numbers, single, valid
 from rightsize.errors import DataError, InputError
 
 log = logging.getLogger(__name__)
@@ -50,7 +51,21 @@ METADATA_KEY = b"rightsize.cohort"
 FORMAT_VERSION = 1
 COLUMNS = ("subject_id", "split", "lvef", "ef_le_40", "echo", "n_clips", "ecg",
            "has_echo", "has_ecg")
-_SPLIT_VALUES = pa.array(list(SPLITS), pa.string())
+
+
+def _string_array(values: tuple[str, ...]) -> pa.Array:
+    """``values`` as an arrow string array, built from buffers.
+
+    ``pa.array`` would do, but its first call imports pandas (0.15-0.2 s), which nothing
+    that reads a manifest needs.
+    """
+    data = [v.encode("utf-8") for v in values]
+    offsets = np.cumsum([0, *(len(b) for b in data)], dtype=np.int32)
+    return pa.Array.from_buffers(pa.string(), len(values),
+                                 [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(data))])
+
+
+_SPLIT_VALUES = _string_array(SPLITS)
 
 
 def manifest_schema(max_clips: int, echo_dim: int, ecg_dim: int,
@@ -192,15 +207,14 @@ def split_codes(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
     """Map split strings to int8 codes (index into SPLITS); unknown values become -1."""
     import pyarrow.compute as pc
 
-    idx = pc.index_in(column, value_set=_SPLIT_VALUES)
-    return idx.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int8)
+    idx = single(pc.index_in(column, value_set=_SPLIT_VALUES))
+    return np.where(valid(idx), numbers(idx), -1).astype(np.int8)
 
 
 def flat_values(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
     """The float values of a fixed-size-list column as one flat numpy array.
 
-    Zero-copy for a single chunk without nulls (``flatten`` honours slicing offsets).
+    Zero-copy for a single chunk without nulls (``flatten`` honours slicing offsets); null
+    values read as NaN.
     """
-    arr = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-    values = arr.flatten()
-    return values.to_numpy(zero_copy_only=values.null_count == 0)
+    return numbers(single(column).flatten())

@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from rightsize.cohort.arrays import SPLITS
+from rightsize.cohort.columns import bools, numbers, strings, valid
 from rightsize.cohort.manifest import (
     COLUMNS,
     flat_values,
@@ -117,12 +118,10 @@ class ManifestChecker:
 
     def check(self, table: pa.Table | pa.RecordBatch, offset: int) -> np.ndarray:
         """Validate rows ``offset .. offset+len(table)``; return their int8 split codes."""
-        import pyarrow.compute as pc
-
         for col in COLUMNS:
             column = table.column(col)
             if column.null_count:
-                first = int(np.flatnonzero(pc.is_null(column).to_numpy(zero_copy_only=False))[0])
+                first = int(np.flatnonzero(~valid(column))[0])
                 if col == "subject_id":
                     raise DataError(f"{self.where}: column subject_id: null at row "
                                     f"{offset + first}")
@@ -133,7 +132,7 @@ class ManifestChecker:
             value = table.column("split")[int(bad[0])].as_py()
             self._fail(table, offset, int(bad[0]), "split",
                        f"{value!r} is not one of {', '.join(SPLITS)}")
-        lvef = table.column("lvef").to_numpy().astype(np.float32, copy=False)
+        lvef = numbers(table.column("lvef")).astype(np.float32, copy=False)
         bad = np.flatnonzero(~np.isfinite(lvef))
         if bad.size:
             self._fail(table, offset, int(bad[0]), "lvef", f"non-finite value {lvef[bad[0]]}")
@@ -142,7 +141,7 @@ class ManifestChecker:
             self._fail(table, offset, int(bad[0]), "lvef",
                        f"{lvef[bad[0]]:g} outside [0, 100] percent")
         if self.ef_threshold is not None:
-            ef = table.column("ef_le_40").to_numpy(zero_copy_only=False)
+            ef = bools(table.column("ef_le_40"))
             bad = np.flatnonzero(ef != (lvef <= np.float32(self.ef_threshold)))
             if bad.size:
                 self._fail(table, offset, int(bad[0]), "ef_le_40",
@@ -156,12 +155,12 @@ class ManifestChecker:
 
     def _check_echo(self, table: pa.Table | pa.RecordBatch, offset: int) -> None:
         c, d = self.geo.max_clips, self.geo.echo_dim
-        n_clips = table.column("n_clips").to_numpy().astype(np.int64)
+        n_clips = numbers(table.column("n_clips")).astype(np.int64)
         bad = np.flatnonzero((n_clips < 0) | (n_clips > c))
         if bad.size:
             self._fail(table, offset, int(bad[0]), "n_clips",
                        f"{n_clips[bad[0]]} outside [0, max_clips={c}]")
-        has_echo = table.column("has_echo").to_numpy(zero_copy_only=False)
+        has_echo = bools(table.column("has_echo"))
         bad = np.flatnonzero(has_echo != (n_clips > 0))
         if bad.size:
             self._fail(table, offset, int(bad[0]), "has_echo",
@@ -181,7 +180,7 @@ class ManifestChecker:
                        f"{n_clips[bad_row[0]]}) is not zeros")
 
     def _check_ecg(self, table: pa.Table | pa.RecordBatch, offset: int) -> None:
-        has_ecg = table.column("has_ecg").to_numpy(zero_copy_only=False)
+        has_ecg = bools(table.column("has_ecg"))
         self._n_ecg += int(has_ecg.sum())
         ecg = flat_values(table.column("ecg")).reshape(len(has_ecg), self.geo.ecg_dim)
         bad = np.flatnonzero(~np.isfinite(ecg).all(axis=1))
@@ -193,7 +192,7 @@ class ManifestChecker:
 
     def finish(self, metadata: dict[str, Any] | None = None) -> ManifestSummary:
         """Cross-row checks: unique subjects, one split each, no empty split, declared sizes."""
-        ids = (pa.concat_arrays(self._ids).to_numpy(zero_copy_only=False) if self._ids
+        ids = (strings(pa.concat_arrays(self._ids)) if self._ids
                else np.array([], dtype=object))
         codes = np.concatenate(self._codes) if self._codes else np.array([], dtype=np.int8)
         order = np.argsort(ids, kind="stable")

@@ -28,7 +28,6 @@ import math
 
 import torch
 from torch import nn
-from torch.nn.utils import skip_init
 
 from rightsize.probes.data import Moments
 from rightsize.probes.featurenorm import FeatureNorm, masked_mean
@@ -36,6 +35,19 @@ from rightsize.probes.gemm import linear, mm
 from rightsize.probes.models import Batch, ProbeModule
 
 F = nn.functional
+
+
+def _uninitialized_linear(dim: int) -> nn.Linear:
+    """A ``dim x dim`` nn.Linear with uninitialized parameters and no random draw.
+
+    What ``torch.nn.utils.skip_init`` gives, without its ``to_empty`` call, whose first use
+    imports torch's symbolic-shapes machinery and sympy (~0.4 s of every process that
+    builds this probe).
+    """
+    lin = nn.Linear(dim, dim, device="meta")
+    lin.weight = nn.Parameter(torch.empty(dim, dim))
+    lin.bias = nn.Parameter(torch.empty(dim))
+    return lin
 
 
 class CrossAttention(nn.Module):
@@ -50,7 +62,7 @@ class CrossAttention(nn.Module):
         # layer as an nn.Linear, then Xavier-uniform over the packed (3d, d) input
         # projection; all biases zero.
         self.out = nn.Linear(dim, dim)
-        self.q, self.k, self.v = (skip_init(nn.Linear, dim, dim) for _ in range(3))
+        self.q, self.k, self.v = (_uninitialized_linear(dim) for _ in range(3))
         packed = nn.init.xavier_uniform_(torch.empty(3 * dim, dim))
         with torch.no_grad():
             for i, lin in enumerate((self.q, self.k, self.v)):

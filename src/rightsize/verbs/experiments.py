@@ -23,7 +23,7 @@ SWEEP_EPILOG = """\
 example:
   rightsize sweep --seeds 1,2,3,4,5 -j 2
   rightsize sweep --seeds 1,2 --param evaluate.seed --run-all
-  rightsize sweep --seeds 1,2,3 evaluate@fused       # only train@fused -> evaluate@fused
+  rightsize sweep --seeds 1,2,3 train@fused          # only train@fused (trains + evaluates)
   rightsize sweep --seeds 1,2,3 --json -             # the summary as JSON on stdout
 
 Runs: dvc exp run --queue -S PARAM=v1,v2,...  then  dvc queue start -j N, and polls

@@ -33,17 +33,22 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
             "validation loss, and write the checkpoint (weights + checkpoint.json) to --out.\n"
             "Settings come from the params file's `train` block. Per-epoch losses go to the\n"
             "--curve CSV and per-step losses to a tfevents file in --events (previous event\n"
-            "files there are replaced)."),
+            "files there are replaced). With --eval-json the same process then evaluates\n"
+            "the saved probe as `rightsize evaluate` does (params `evaluate` block) and\n"
+            "writes the same metrics JSON: one process, one import and one manifest load."),
         epilog=("example:\n  rightsize train fused --params params.yaml "
                 "--manifest data/manifest.parquet \\\n    --out models/fused "
                 "--events data/probe_runs/fused --curve metrics/curves/fused.csv \\\n"
-                "    --metrics metrics/train/fused.json"))
+                "    --metrics metrics/train/fused.json --eval-json metrics/eval/fused.json"))
     _common(p)
     p.add_argument("--out", required=True, help="model directory to write")
     p.add_argument("--events", default=None, help="directory for the tfevents file")
     p.add_argument("--curve", default=None, help="CSV of epoch,train_loss,val_loss")
     p.add_argument("--metrics", default=None,
                    help="JSON of training metrics ('-' prints it on stdout)")
+    p.add_argument("--eval-json", default=None, metavar="JSON",
+                   help="also evaluate the saved probe on the test split and write the "
+                        "`rightsize evaluate` metrics JSON here ('-' prints it on stdout)")
     p.set_defaults(func=run_train)
 
     p = sub.add_parser(
@@ -101,6 +106,7 @@ def run_train(args: argparse.Namespace) -> int:
     """``rightsize train``: fit, select on val, save checkpoint, curve, events, metrics."""
     start = time.perf_counter()
     cfg, device = _setup(args)
+    ecfg = _evaluate_config(args) if args.eval_json else None   # bad params fail before fitting
     from dataclasses import asdict
 
     from rightsize.cohort.arrays import load_arrays
@@ -151,6 +157,9 @@ def run_train(args: argparse.Namespace) -> int:
         console.emit_json(args.metrics, _json_safe(metrics))
     console.info(f"{args.probe}: {sidecar['params']} params, best epoch {fit.best_epoch}/"
                  f"{fit.epochs}, val MAE {fit.val_mae:.3f}, {t_fit.seconds:.1f} s on {device}")
+    if ecfg is not None:
+        _evaluate_and_emit(args, args.out, args.eval_json, cfg, ecfg, arrays, sidecar,
+                           fit.probe, device, time.perf_counter())
     return 0
 
 
@@ -161,20 +170,32 @@ def _epoch_note(bar: console.Progress) -> Callable[[int, float, float], None]:
     return on_epoch
 
 
+def _evaluate_config(args: argparse.Namespace) -> Any:
+    """The params file's ``evaluate`` block."""
+    from rightsize.params import load_block
+    from rightsize.probes.config import EvaluateConfig
+
+    return load_block(args.params, "evaluate", EvaluateConfig)
+
+
+def _torch_threads(probe: str, threads: int) -> None:
+    """Set torch's thread count for a torch probe; the ECG probe never imports torch."""
+    if probe != "ecg":
+        import torch
+
+        torch.set_num_threads(threads)
+
+
 def _load(args: argparse.Namespace) -> tuple[Any, Any, Any, dict[str, Any], Any, str]:
     """Shared start of evaluate / missing-modality: configs, arrays, checkpoint."""
     cfg, device = _setup(args)
-    import torch
-
     from rightsize.cohort.arrays import load_arrays
-    from rightsize.params import load_block
     from rightsize.probes.checkpoint import load_checkpoint, read_sidecar
-    from rightsize.probes.config import EvaluateConfig
 
-    ecfg = load_block(args.params, "evaluate", EvaluateConfig)
+    ecfg = _evaluate_config(args)
     read_sidecar(args.model, args.probe)           # fail fast on a missing/wrong model
     arrays = load_arrays(args.manifest)
-    torch.set_num_threads(cfg.threads)
+    _torch_threads(args.probe, cfg.threads)
     probe, sidecar = load_checkpoint(args.model, args.probe, device)
     geo = (sidecar["arch"].get("echo_dim"), sidecar["arch"].get("ecg_dim"))
     if geo != (arrays.echo.shape[-1], arrays.ecg.shape[-1]):
@@ -208,19 +229,34 @@ def run_evaluate(args: argparse.Namespace) -> int:
     """``rightsize evaluate``: test metrics with bootstrap CIs to --json."""
     start = time.perf_counter()
     cfg, ecfg, arrays, sidecar, probe, device = _load(args)
+    _evaluate_and_emit(args, args.model, args.json, cfg, ecfg, arrays, sidecar, probe, device,
+                       start)
+    return 0
+
+
+def _evaluate_and_emit(args: argparse.Namespace, model_dir: str, target: str, cfg: Any,
+                       ecfg: Any, arrays: Any, sidecar: dict[str, Any], probe: Any,
+                       device: str, start: float) -> None:
+    """Evaluate ``probe`` (saved in ``model_dir``) and write its metrics JSON to ``target``.
+
+    ``wall_clock_s.eval`` counts from ``start``: the whole ``evaluate`` process, or the
+    evaluation step of a ``train --eval-json`` process. Either way the probe predicts
+    with torch at ``train.threads`` threads, from the weights as saved, so the model
+    metrics are the same bits.
+    """
     from rightsize.probes.checkpoint import checkpoint_bytes
     from rightsize.probes.evaluate import evaluate_probe
 
+    _torch_threads(args.probe, cfg.threads)
     with console.task(f"{args.probe}: predict and bootstrap {ecfg.n_bootstrap} resamples"):
         out = evaluate_probe(probe, sidecar, arrays, ecfg)
-    out["checkpoint_bytes"] = checkpoint_bytes(args.model)
+    out["checkpoint_bytes"] = checkpoint_bytes(model_dir)
     _stamp(out, sidecar, time.perf_counter() - start, cfg.threads, device)
-    console.emit_json(args.json, _json_safe(out))
+    console.emit_json(target, _json_safe(out))
     t = out["test"]
     console.info(f"{args.probe}: test MAE {t['mae']:.3f} [{t['mae_lo']:.3f}, {t['mae_hi']:.3f}]"
                  f", AUROC {t['auroc']:.3f} [{t['auroc_lo']:.3f}, {t['auroc_hi']:.3f}]"
                  f" (mean predictor {out['mean_predictor_mae']:.3f})")
-    return 0
 
 
 def run_missing(args: argparse.Namespace) -> int:
