@@ -233,21 +233,40 @@ def sizing_blocks(src: Source) -> list[Block]:
                                                         "echoed below the answer).")]
 
 
+def _flat_stamp(h: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A hardware stamp with nested dicts (``numerics.isa.avx2``) as dotted keys."""
+    out: dict[str, Any] = {}
+    for k, v in h.items():
+        if isinstance(v, dict):
+            out.update(_flat_stamp(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
 def hardware_blocks(inputs: ReportInputs) -> list[Block]:
-    """The hardware and library versions the probe numbers were measured on."""
+    """The hardware, library versions and numerics the probe numbers were measured on,
+    with a warning when the probes' eval files carry different stamps."""
     blocks: list[Block] = [Heading("Hardware stamp", 3, "hardware")]
     stamps = {p: get(s.data, "hardware") for p, s in inputs.evals.items() if s.ok}
-    stamps = {p: h for p, h in stamps.items() if isinstance(h, dict)}
+    stamps = {p: _flat_stamp(h) for p, h in stamps.items() if isinstance(h, dict)}
     if not stamps:
         return blocks + [Note("No hardware stamp: no metrics/eval/<probe>.json with hardware.")]
     seen = {k for h in stamps.values() for k in h}
     keys = list(HARDWARE_KEYS) + sorted(seen - set(HARDWARE_KEYS))
-    rows = []
+    rows, differ = [], []
     for k in keys:
         values = {p: str(h.get(k, fmt.DASH)) for p, h in stamps.items()}
         distinct = set(values.values())
+        if len(distinct) > 1:
+            differ.append(k)
         cell = distinct.pop() if len(distinct) == 1 else "; ".join(
             f"{p}: {v}" for p, v in values.items())
         rows.append([k, cell])
+    if differ:
+        blocks.append(Note(f"These metrics were produced under different stamps ("
+                           f"{', '.join(differ)} differ between probes): CPU, instruction "
+                           f"set, library versions, threads and these environment variables "
+                           f"decide the floating-point path, so compare the probes with care."))
     return blocks + [table(["field", "value"], rows, f"From the eval files of "
                                                      f"{', '.join(stamps)}.")]
