@@ -107,7 +107,7 @@ def run_train(args: argparse.Namespace) -> int:
     from rightsize.measure import Timer, hardware_stamp, peak_rss_mb
     from rightsize.probes.checkpoint import save_checkpoint
     from rightsize.probes.runlog import RunLog
-    from rightsize.probes.train import train_probe
+    from rightsize.probes.seeds import save_replicas, seed_list, train_seeds, train_spread
 
     with Timer() as t_load:
         arrays = load_arrays(args.manifest)
@@ -115,7 +115,8 @@ def run_train(args: argparse.Namespace) -> int:
     with Timer() as t_fit, bar, RunLog(args.events, args.curve, time.time(),
                                        on_epoch=_epoch_note(bar) if bar.enabled else None
                                        ) as runlog:
-        fit = train_probe(args.probe, arrays, cfg, device, runlog)
+        fits = train_seeds(args.probe, arrays, cfg, device, runlog)
+    fit = fits[0]
     peak_train = peak_rss_mb()
     hardware = hardware_stamp(cfg.threads, device)
     best = fit.best_epoch - 1
@@ -136,8 +137,11 @@ def run_train(args: argparse.Namespace) -> int:
             **fit.extra}
     with Timer() as t_save:
         sidecar = save_checkpoint(args.out, fit.probe, fit.arch, info)
+        save_replicas(args.out, fits, seed_list(cfg), {"config": config})
     total = time.perf_counter() - start
     if args.metrics:
+        from rightsize.probes.seeds import merge
+
         metrics = {
             "probe": args.probe, "params": sidecar["params"], "arch": fit.arch, **summary,
             "val": {"mae": fit.val_mae}, "train": {"mae": fit.train_mae},
@@ -148,6 +152,7 @@ def run_train(args: argparse.Namespace) -> int:
             "peak_rss_mb": peak_rss_mb(), "peak_rss_mb_train": peak_train,
             "hardware": hardware,
         }
+        merge(metrics, train_spread(fits, seed_list(cfg)))
         console.emit_json(args.metrics, _json_safe(metrics))
     console.info(f"{args.probe}: {sidecar['params']} params, best epoch {fit.best_epoch}/"
                  f"{fit.epochs}, val MAE {fit.val_mae:.3f}, {t_fit.seconds:.1f} s on {device}")
@@ -210,9 +215,11 @@ def run_evaluate(args: argparse.Namespace) -> int:
     cfg, ecfg, arrays, sidecar, probe, device = _load(args)
     from rightsize.probes.checkpoint import checkpoint_bytes
     from rightsize.probes.evaluate import evaluate_probe
+    from rightsize.probes.seeds import evaluate_replicas, merge
 
     with console.task(f"{args.probe}: predict and bootstrap {ecfg.n_bootstrap} resamples"):
         out = evaluate_probe(probe, sidecar, arrays, ecfg)
+        merge(out, evaluate_replicas(args.model, probe, sidecar, arrays, device))
     out["checkpoint_bytes"] = checkpoint_bytes(args.model)
     _stamp(out, sidecar, time.perf_counter() - start, cfg.threads, device)
     console.emit_json(args.json, _json_safe(out))
