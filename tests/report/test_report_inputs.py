@@ -20,7 +20,7 @@ def test_no_metrics_at_all_says_not_run(tmp_path):
     assert "<img" not in html and "http://" not in html and "https://" not in html
     assert not list((built.out / "figures").glob("*.png")) if (built.out / "figures").exists() \
         else True
-    assert [v["answer"] for v in json.loads(built.stdout)["verdicts"]] == ["not run"] * 3
+    assert [v["answer"] for v in json.loads(built.stdout)["verdicts"]] == ["not run"] * 4
 
 
 def test_partial_and_unreadable_inputs(tmp_path):

@@ -61,9 +61,10 @@ def train_seeds(name: str, arrays: CohortArrays, cfg: TrainConfig, device: str =
 
 
 def spread(values: list[float]) -> dict[str, float]:
-    """``{mean, sd, min, max}`` of ``values`` (sd with ddof = 1; 0.0 for one value)."""
+    """``{mean, sd, min, max}`` of ``values`` (sd with ddof = 1; exactly 0.0 for one value
+    or identical values, e.g. the closed-form ECG probe's replicas)."""
     x = np.asarray(values, dtype=np.float64)
-    sd = float(np.std(x, ddof=1)) if x.size > 1 else 0.0
+    sd = float(np.std(x, ddof=1)) if x.size > 1 and np.ptp(x) > 0 else 0.0
     return {"mean": float(np.mean(x)), "sd": sd, "min": float(np.min(x)),
             "max": float(np.max(x))}
 

@@ -60,19 +60,23 @@ def metrics_blocks(inputs: ReportInputs) -> list[Block]:
     for p in inputs.probes:
         src = inputs.evals[p]
         if not src.ok:
-            rows.append([p, src.note()] + [fmt.DASH] * 5)
+            rows.append([p, src.note()] + [fmt.DASH] * 7)
             continue
         d = src.data
         t = "test."
-        rows.append([p, fmt.ci(num(d, t + "mae"), num(d, t + "mae_lo"), num(d, t + "mae_hi")),
+        rows.append([p, _mean_sd(d, t + "mae"), _mean_sd(d, t + "auroc"),
+                     fmt.ci(num(d, t + "mae"), num(d, t + "mae_lo"), num(d, t + "mae_hi")),
                      fmt.ci(num(d, t + "auroc"), num(d, t + "auroc_lo"), num(d, t + "auroc_hi")),
                      fmt.number(num(d, "val.mae")), fmt.number(num(d, "best_epoch")),
                      fmt.number(num(d, "mean_predictor_mae")), fmt.integer(num(d, "params"))])
         mae.append((p, num(d, t + "mae"), num(d, t + "mae_lo"), num(d, t + "mae_hi")))
         auc.append((p, num(d, t + "auroc"), num(d, t + "auroc_lo"), num(d, t + "auroc_hi")))
-    blocks.append(table(["probe", "test MAE [95 % CI]", "test AUROC [95 % CI]", "val MAE",
-                         "best epoch", "mean-predictor MAE", "params"], rows,
-                        "Bootstrap 95 % intervals on the test split; the mean predictor is the "
+    blocks.append(table(["probe", "test MAE, mean ± sd (seeds)", "test AUROC, mean ± sd",
+                         "seed 0: test MAE [95 % CI]", "seed 0: test AUROC [95 % CI]",
+                         "val MAE", "best epoch", "mean-predictor MAE", "params"], rows,
+                        "Mean ± sample sd across the seed replicas (train.seeds; n in "
+                        "brackets); bootstrap 95 % intervals of the seed-0 model on the test "
+                        "split; val MAE and best epoch of seed 0. The mean predictor is the "
                         "baseline every probe must beat."))
     fig = figures.intervals("probe_metrics", "Probe test metrics with 95 % CIs",
                             [("test MAE (label units)", mae), ("test AUROC (unitless)", auc)],
@@ -84,6 +88,16 @@ def metrics_blocks(inputs: ReportInputs) -> list[Block]:
     if entropy is not None:
         blocks.append(Para(f"Fused probe attention entropy: {_flat(entropy)}."))
     return blocks
+
+
+def _mean_sd(d: Any, key: str) -> str:
+    """``6.21 ± 0.32 (5)`` from ``<key>_mean``/``_sd`` and ``n_seeds``, else a dash."""
+    mean, sd = num(d, key + "_mean"), num(d, key + "_sd")
+    if mean is None:
+        return fmt.DASH
+    n = num(d, "n_seeds")
+    return (f"{fmt.number(mean)} ± {fmt.number(sd)}"
+            + (f" ({fmt.integer(n)})" if n is not None else ""))
 
 
 def _flat(x: Any) -> str:
