@@ -31,9 +31,10 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
         description=(
             "Train PROBE on the manifest's train split, keep the epoch with the lowest\n"
             "validation loss, and write the checkpoint (weights + checkpoint.json) to --out.\n"
-            "Settings come from the params file's `train` block. Per-epoch losses go to the\n"
-            "--curve CSV and per-step losses to a tfevents file in --events (previous event\n"
-            "files there are replaced)."),
+            "Settings come from the params file's `train` block; train.seeds replicas are\n"
+            "trained (seed 0 in --out, the others in --out/replicas/r<k>). Seed 0's per-epoch\n"
+            "losses go to the --curve CSV and its per-step losses to a tfevents file in\n"
+            "--events (previous event files there are replaced)."),
         epilog=("example:\n  rightsize train fused --params params.yaml "
                 "--manifest data/manifest.parquet \\\n    --out models/fused "
                 "--events data/probe_runs/fused --curve metrics/curves/fused.csv \\\n"
