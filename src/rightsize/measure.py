@@ -95,12 +95,93 @@ def _device_name(device: str) -> str:
     return f"{device}:{torch.cuda.get_device_name(torch.device(device))}"
 
 
+# Instruction-set features the BLAS (MKL, OpenBLAS) and oneDNN kernels dispatch on.
+ISA_FLAGS = ("avx", "avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16", "avx512_fp16",
+             "amx_tile", "amx_bf16")
+# Environment variables that change which kernels run or how many threads they use.
+NUMERIC_ENV = ("OPENBLAS_CORETYPE", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS",
+               "MKL_NUM_THREADS", "MKL_CBWR", "MKL_ENABLE_INSTRUCTIONS", "MKL_DEBUG_CPU_TYPE",
+               "ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA", "ONEDNN_DEFAULT_FPMATH_MODE",
+               "ATEN_CPU_CAPABILITY")
+
+
+@functools.lru_cache(maxsize=1)
+def _cpuinfo() -> tuple[str, frozenset[str]]:
+    """``(vendor_id, flags)`` of the first CPU in ``/proc/cpuinfo`` (empty off Linux)."""
+    vendor, flags = "unknown", frozenset()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                key, _, value = line.partition(":")
+                key = key.strip().lower()
+                if key == "vendor_id":
+                    vendor = value.strip()
+                elif key == "flags":
+                    flags = frozenset(value.split())
+                    break
+    except OSError:
+        pass
+    return vendor, flags
+
+
+@functools.lru_cache(maxsize=1)
+def _torch_libraries() -> dict[str, str]:
+    """MKL and oneDNN versions from ``torch.__config__.show()`` (torch already loaded)."""
+    torch = sys.modules["torch"]
+    out = {"mkl": "absent", "onednn": "absent"}
+    for line in torch.__config__.show().splitlines():
+        if "Math Kernel Library Version" in line:
+            out["mkl"] = line.split("Version", 1)[1].split()[0].split("-")[0]
+        elif "MKL-DNN v" in line or "oneDNN v" in line:
+            out["onednn"] = line.split(" v", 1)[1].split()[0]
+    return out
+
+
+def _openblas() -> str:
+    """numpy's BLAS as loaded: ``"openblas 0.3.31 SkylakeX, 2 threads"`` (threadpoolctl)."""
+    if "numpy" not in sys.modules:
+        return "numpy not loaded"
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
+        return "unknown (no threadpoolctl)"
+    libs = [i for i in threadpool_info() if i.get("user_api") == "blas"]
+    return "; ".join(f"{i.get('internal_api')} {i.get('version')} {i.get('architecture', '')}"
+                     f", {i.get('num_threads')} threads".replace(" ,", ",")
+                     for i in libs) or "none loaded"
+
+
+def numerics_stamp() -> dict[str, Any]:
+    """What decides the floating-point path of this process.
+
+    ``cpu_vendor``; ``isa.<flag>`` (bool) for :data:`ISA_FLAGS`; ``torch_cpu_capability``
+    (the kernel set ATen dispatches to), ``mkl`` and ``onednn`` versions (only when torch
+    is already loaded: this never imports it); ``blas``: numpy's BLAS library, version, the
+    kernel it picked and its threads; ``env.<VAR>`` for :data:`NUMERIC_ENV` (``"unset"``
+    when not set).
+    """
+    vendor, flags = _cpuinfo()
+    out: dict[str, Any] = {"cpu_vendor": vendor,
+                           "isa": {f: f in flags for f in ISA_FLAGS}}
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        out["torch_cpu_capability"] = str(torch.backends.cpu.get_cpu_capability())
+        out.update(_torch_libraries())
+    else:
+        out.update({"torch_cpu_capability": "torch not loaded",
+                    "mkl": "torch not loaded", "onednn": "torch not loaded"})
+    out["blas"] = _openblas()
+    out["env"] = {k: os.environ.get(k, "unset") for k in NUMERIC_ENV}
+    return out
+
+
 def hardware_stamp(threads: int, device: str) -> dict[str, Any]:
-    """Where a number was measured: CPU model, cores, threads used, library versions, device.
+    """Where a number was measured: CPU model, cores, threads used, library versions, device,
+    and the numerics that decide its floating-point path (:func:`numerics_stamp`).
 
     Keys (stable): ``cpu``, ``cores``, ``threads``, ``torch``, ``sklearn``, ``numpy``,
-    ``python``, ``platform``, ``device``. Versions come from package metadata, so this
-    never imports torch or scikit-learn itself.
+    ``python``, ``platform``, ``device``, ``numerics``. Versions come from package
+    metadata, so this never imports torch or scikit-learn itself.
     """
     return {
         "cpu": cpu_model(),
@@ -112,4 +193,5 @@ def hardware_stamp(threads: int, device: str) -> dict[str, Any]:
         "python": platform.python_version(),
         "platform": platform.platform(terse=True),
         "device": _device_name(str(device)),
+        "numerics": numerics_stamp(),
     }

@@ -92,8 +92,10 @@ def test_footprint_report(setup: Path, capsys: pytest.CaptureFixture[str]) -> No
     assert r["manifest_rows"] == N
     # Linear(8,3) 27 + LayerNorm(3) 6 + Linear(3,1) 4 = 37; npz 1x4 + 1 = 5
     assert sum(p.numel() for p in _fused_model().parameters()) == 37
-    assert r["checkpoints"]["fused"] == {"params": 37, "bytes": _dir_bytes(setup / "models/fused")}
-    assert r["checkpoints"]["ecg"] == {"params": 5, "bytes": _dir_bytes(setup / "models/ecg")}
+    assert r["checkpoints"]["fused"] == {"params": 37, "bytes": _dir_bytes(setup / "models/fused"),
+                                         "replicas": 1}
+    assert r["checkpoints"]["ecg"] == {"params": 5, "bytes": _dir_bytes(setup / "models/ecg"),
+                                       "replicas": 1}
     assert r["checkpoint_bytes_total"] == (_dir_bytes(setup / "models/fused")
                                            + _dir_bytes(setup / "models/ecg"))
     # n x k x 8 x 4 + n x 4 x 4 with n = 10: 480, 800, 1440

@@ -105,3 +105,24 @@ def test_queued_seed_sweep_and_seeds_summary(project, pipeline_env, tmp_path):
     assert mae["sd"] == pytest.approx(statistics.stdev(maes))
     assert mae["sd"] > 0  # the seed changes the fused probe
     assert all(k.startswith(key) for k in summary["metrics"])
+
+
+def test_exp_run_seeds_changes_the_spread_and_exp_show_lists_it(project, pipeline_env):
+    base = {p: json.loads((project / f"metrics/eval/{p}.json").read_text()) for p in PROBES}
+    for p in PROBES:   # the default pipeline already writes the spread of every probe
+        assert base[p]["n_seeds"] == 5
+        for key in ("mae", "auroc"):
+            assert {f"{key}_{s}" for s in ("mean", "sd", "min", "max")} <= set(base[p]["test"])
+        assert set(base[p]["seeds"]) == {f"r{k}" for k in range(5)}
+    dvc(project, pipeline_env, "exp", "run", "-S", "train.seeds=3", "-n", "three")
+    groups = _exp_groups(project, pipeline_env)
+    assert [g["name"] for g in groups] == ["three"]
+    metrics = groups[0]["revs"][0]["data"]["metrics"]
+    fused = metrics["metrics/eval/fused.json"]["data"]
+    assert fused["n_seeds"] == 3 and set(fused["seeds"]) == {"r0", "r1", "r2"}
+    assert fused["test"]["mae_mean"] != base["fused"]["test"]["mae_mean"]
+    assert fused["test"]["mae"] == base["fused"]["test"]["mae"]      # seed 0 is unchanged
+    table = dvc(project, pipeline_env, "exp", "show", "--csv").stdout
+    header = table.splitlines()[0].split(",")
+    for stat in ("mean", "sd", "min", "max"):
+        assert any(h.endswith(f"test.mae_{stat}") for h in header), stat

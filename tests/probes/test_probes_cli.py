@@ -178,6 +178,11 @@ def _bad_params(work, tmp_path, **train):
     ({"device": "tpu"}, "train.device"),
     ({"echo": {"epochs": 3, "layers": 2}}, "train.echo.layers"),
     ({"ecg": {"alphas": [-1.0], "Cs": [1.0]}}, "train.ecg.alphas[0]"),
+    ({"seeds": 0}, "train.seeds"),
+    ({"seeds": -2}, "train.seeds"),
+    ({"seeds": 2.5}, "train.seeds"),
+    ({"seeds": "five"}, "train.seeds"),
+    ({"seeds": True}, "train.seeds"),
 ])
 def test_bad_params_exit_2_naming_the_key(work, tmp_path, capsys, change, key):
     params = _bad_params(work, tmp_path, **change)

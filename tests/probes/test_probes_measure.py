@@ -42,3 +42,31 @@ def test_hardware_stamp_keys_and_versions():
     assert stamp["torch"] == torch.__version__
     assert stamp["sklearn"] == sklearn.__version__
     assert isinstance(stamp["cpu"], str) and stamp["cpu"]
+
+
+def test_stamp_records_what_decides_the_floating_point_path(monkeypatch):
+    import re
+    import subprocess
+    import sys
+
+    monkeypatch.setenv("OPENBLAS_CORETYPE", "Haswell")
+    monkeypatch.delenv("MKL_CBWR", raising=False)
+    num = hardware_stamp(threads=1, device="cpu")["numerics"]
+    flags = open("/proc/cpuinfo").read().split("flags", 1)[1].split("\n", 1)[0].split()
+    assert num["isa"]["avx2"] == ("avx2" in flags)
+    assert num["isa"]["avx512f"] == ("avx512f" in flags)
+    assert num["isa"]["amx_bf16"] == ("amx_bf16" in flags)
+    assert num["cpu_vendor"] in open("/proc/cpuinfo").read()
+    assert num["torch_cpu_capability"] == torch.backends.cpu.get_cpu_capability()
+    assert re.fullmatch(r"\d{4}\.\d+(\.\d+)?", num["mkl"])
+    assert re.fullmatch(r"\d+\.\d+(\.\d+)?", num["onednn"])
+    assert num["blas"].startswith("openblas ") and "threads" in num["blas"]
+    assert num["env"]["OPENBLAS_CORETYPE"] == "Haswell"
+    assert num["env"]["MKL_CBWR"] == "unset"
+    # a process that never imports torch is stamped without importing it
+    code = ("import json, sys; from rightsize.measure import hardware_stamp; "
+            "s = hardware_stamp(1, 'cpu'); "
+            "print(json.dumps([s['numerics']['torch_cpu_capability'], 'torch' in sys.modules]))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == '["torch not loaded", false]'

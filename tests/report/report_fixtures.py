@@ -25,6 +25,9 @@ HARDWARE = {"cpu": "Intel(R) Xeon(R) CPU @ 2.20GHz", "cores": 2, "threads": 1,
 # probe -> (train s, eval s, peak RSS MB, epochs)
 PROBES = {"ecg": (2.5, 0.7, 410.0, 1), "echo": (18.0, 3.5, 505.0, 30),
           "concat": (26.0, 4.1, 530.0, 40), "fused": (49.9, 5.5, 612.0, 50)}
+# per-seed test MAE offsets from each probe's seed-0 MAE (3 seed replicas)
+SEED_OFFSETS = {"ecg": (0.0, 0.0, 0.0), "echo": (0.0, 0.2, -0.1),
+                "concat": (0.0, 0.1, -0.1), "fused": (0.0, 0.25, -0.3)}
 # segment: host, pid, first step, steps, start offset (h), median step s
 SEGMENTS = [("gpu-node-a", 4242, 0, 3000, 0.0, 1.2), ("gpu-node-b", 777, 3000, 6000, 2.5, 1.25),
             ("gpu-node-a", 4300, 9000, 3000, 6.0, 1.18)]
@@ -88,6 +91,18 @@ def eval_json(probe: str) -> dict:
            "checkpoint_bytes": 4 * (769 + 100_000 * k) + 1200,
            "wall_clock_s": {"train": train_s, "eval": eval_s, "total": train_s + eval_s},
            "peak_rss_mb": rss, "hardware": dict(HARDWARE)}
+    offsets = SEED_OFFSETS[probe]
+    per_seed = [mae + o for o in offsets]
+    sd = 0.0 if len(set(per_seed)) == 1 else float(np.std(per_seed, ddof=1))
+    out["test"].update({"n": 248, "n_bootstrap": 200, "mae_mean": float(np.mean(per_seed)),
+                        "mae_sd": sd, "mae_min": min(per_seed),
+                        "mae_max": max(per_seed), "auroc_mean": 0.78 + 0.03 * k,
+                        "auroc_sd": 0.01})
+    out["ci"] = 0.95
+    out["n_seeds"] = len(offsets)
+    out["seeds"] = {f"r{j}": {"seed": j, "test_mae": v} for j, v in enumerate(per_seed)}
+    shared = np.random.default_rng(5).normal(0.0, 0.3, 200)      # the same resamples
+    out["bootstrap"] = {"test_mae": (mae + shared).tolist()}
     if probe == "fused":
         out["attention_entropy"] = 1.23
     return out

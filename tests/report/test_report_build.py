@@ -92,7 +92,7 @@ def test_report_opens_with_verdicts_carrying_measurements(full_build):
         in run_line
 
     verdicts = json.loads(full_build.stdout)["verdicts"]
-    assert [v["key"] for v in verdicts] == ["probe_gpu", "sizing", "run:demo"]
+    assert [v["key"] for v in verdicts] == ["probe_gpu", "fusion", "sizing", "run:demo"]
     assert verdicts[0]["answer"] == "No"
 
 
@@ -111,8 +111,8 @@ def test_probe_sections(full_build):
     md = full_build.md
     probes = md.split("## Probes", 1)[1]
     for name in PROBES:
-        assert re.search(rf"^\| {name} \| \d+\.\d+ \[\d+\.\d+, \d+\.\d+\] \| 0\.\d+ \[", probes,
-                         re.M), name
+        assert re.search(rf"^\| {name} \| \d+\.\d+ ± [\d.]+ \(3\) \| 0\.\d+ ± 0\.0100 \(3\) "
+                         rf"\| \d+\.\d+ \[\d+\.\d+, \d+\.\d+\] \| 0\.\d+ \[", probes, re.M), name
     assert "| echo absent |" in probes and "| both modalities |" in probes
     assert f"| all probes |   |   | {fmt.seconds(sum(t + e for t, e, _, _ in PROBES.values()))}" \
         in probes
@@ -133,3 +133,34 @@ def test_html_has_sections_and_nav(full_build, section):
     assert f">{section}</h2>" in html
     anchor = re.search(rf'<h2 id="([^"]+)">{section}</h2>', html).group(1)
     assert f'href="#{anchor}"' in html
+
+
+def test_fusion_verdict_weighs_the_difference_against_seed_spread_and_paired_interval(tmp_path):
+    import numpy as np
+    from report_fixtures import eval_json, run_report, write_metrics, write_params
+
+    write_metrics(tmp_path / "metrics")
+    write_params(tmp_path / "params.yaml")
+    line = next(v for v in json.loads(run_report(tmp_path).stdout)["verdicts"]
+                if v["key"] == "fusion")
+    f, c = eval_json("fused"), eval_json("concat")
+    diffs = [c["seeds"][k]["test_mae"] - f["seeds"][k]["test_mae"] for k in ("r0", "r1", "r2")]
+    assert line["answer"] == "Yes"
+    assert (f"concat − fused = {fmt.number(np.mean(diffs))} ± "
+            f"{fmt.number(np.std(diffs, ddof=1))} (mean ± sd): the difference exceeds the seed "
+            f"spread") in line["text"]
+    assert "interval [0.600, 0.600], which excludes 0" in line["text"]
+
+    # seeds that scatter more than the gap: not distinguishable, said in words
+    f["seeds"] = {"r0": {"test_mae": 6.1}, "r1": {"test_mae": 7.9}, "r2": {"test_mae": 5.2}}
+    (tmp_path / "metrics/eval/fused.json").write_text(json.dumps(f))
+    line = next(v for v in json.loads(run_report(tmp_path).stdout)["verdicts"]
+                if v["key"] == "fusion")
+    assert line["answer"] == "Not distinguishable"
+    assert "does not exceed the seed spread" in line["text"]
+    # unpaired resamples (another n_bootstrap): no paired interval is claimed
+    f["test"]["n_bootstrap"] = 100
+    (tmp_path / "metrics/eval/fused.json").write_text(json.dumps(f))
+    text = next(v for v in json.loads(run_report(tmp_path).stdout)["verdicts"]
+                if v["key"] == "fusion")["text"]
+    assert "no paired bootstrap interval" in text

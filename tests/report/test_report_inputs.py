@@ -20,7 +20,7 @@ def test_no_metrics_at_all_says_not_run(tmp_path):
     assert "<img" not in html and "http://" not in html and "https://" not in html
     assert not list((built.out / "figures").glob("*.png")) if (built.out / "figures").exists() \
         else True
-    assert [v["answer"] for v in json.loads(built.stdout)["verdicts"]] == ["not run"] * 3
+    assert [v["answer"] for v in json.loads(built.stdout)["verdicts"]] == ["not run"] * 4
 
 
 def test_partial_and_unreadable_inputs(tmp_path):
@@ -119,3 +119,25 @@ def test_runs_discovered_without_telemetry_block(tmp_path):
     built = run_report(tmp_path)
     assert built.code == 0, built.stderr
     assert "### Run demo" in built.md and "### Run probe_" not in built.md
+
+
+def test_report_flags_metrics_produced_under_different_numerics_stamps(tmp_path):
+    write_metrics(tmp_path / "metrics")
+    write_params(tmp_path / "params.yaml")
+    for probe in PROBES:
+        ev = tmp_path / f"metrics/eval/{probe}.json"
+        data = json.loads(ev.read_text())
+        data["hardware"]["numerics"] = {"isa": {"avx512f": True},
+                                        "env": {"OPENBLAS_CORETYPE": "unset"}}
+        ev.write_text(json.dumps(data))
+    built = run_report(tmp_path)
+    assert built.code == 0, built.stderr
+    assert "numerics.isa.avx512f" in built.md          # nested stamp keys are listed
+    assert "different stamps" not in built.md
+    ev = tmp_path / "metrics/eval/fused.json"
+    data = json.loads(ev.read_text())
+    data["hardware"]["numerics"]["env"]["OPENBLAS_CORETYPE"] = "Haswell"
+    ev.write_text(json.dumps(data))
+    built = run_report(tmp_path)
+    assert "different stamps (numerics.env.OPENBLAS_CORETYPE differ" in built.md
+    assert "fused: Haswell" in built.md

@@ -100,6 +100,7 @@ class TrainConfig:
 
     probes: tuple[str, ...] = PROBES
     seed: int = 0
+    seeds: int = 5          # replicas per probe, seeds seed ... seed + seeds - 1
     threads: int = 1
     device: str = "cpu"
     batch_size: int = 64
@@ -116,6 +117,7 @@ class TrainConfig:
         for i, name in enumerate(self.probes):
             require(name in PROBES, f"{key}.probes[{i}]",
                     f"unknown probe {name!r} (known: {', '.join(PROBES)})")
+        require(self.seeds >= 1, f"{key}.seeds", f"must be an integer >= 1, got {self.seeds}")
         require(self.threads >= 1, f"{key}.threads", f"must be >= 1, got {self.threads}")
         require(self.device in DEVICES, f"{key}.device",
                 f"must be one of {', '.join(DEVICES)}, got {self.device!r}")

@@ -138,18 +138,35 @@ class Moments:
 
 def _moments(x: np.ndarray, dim: int,
              rank: int) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Per-feature mean and sd of ``x`` (rows) and its top-``rank`` principal directions.
+
+    Every step is independent of numpy's BLAS (OpenBLAS picks its kernels per CPU, from
+    ``OPENBLAS_CORETYPE`` and its own thread count, outside ``train.threads``): mean and sd
+    are numpy ufunc reductions (no BLAS), and the Gram matrix and its eigenvectors are
+    computed by torch in float64 under the caller's thread setting (:func:`principal_basis`),
+    then rounded once to float32.
+    """
     if x.shape[0] == 0:
         return np.zeros(dim, np.float32), np.ones(dim, np.float32), None
     mean = x.mean(axis=0, dtype=np.float64)
     sd = x.std(axis=0, dtype=np.float64)
     sd = np.where(sd > 1e-8, sd, 1.0)
-    basis = None
-    if 0 < rank < dim:
-        from scipy.linalg import eigh
-
-        # float32 Gram matrix (half the time of float64; the basis is stored as float32) and
-        # only the top-``rank`` eigenpairs (MRRR): about 3x faster than a full eigh at 1024-d.
-        z = (x - mean.astype(np.float32)) / sd.astype(np.float32)
-        _, vecs = eigh(z.T @ z, subset_by_index=[dim - rank, dim - 1], driver="evr")
-        basis = np.ascontiguousarray(vecs[:, ::-1], dtype=np.float32)   # largest first
+    basis = principal_basis((x - mean) / sd, rank) if 0 < rank < dim else None
     return mean.astype(np.float32), sd.astype(np.float32), basis
+
+
+def principal_basis(z: np.ndarray, rank: int) -> np.ndarray:
+    """Top-``rank`` eigenvectors of ``z^T z`` (``z`` (n, dim) float64), largest first, float32.
+
+    Torch in float64 (``torch.mm`` and ``torch.linalg.eigh``: one library, one fixed
+    reduction order for a given thread count, which the caller sets from ``train.threads``),
+    each vector's sign fixed so its largest-magnitude entry is positive, rounded once.
+    """
+    import torch
+
+    zt = torch.from_numpy(np.ascontiguousarray(z, dtype=np.float64))
+    _, vecs = torch.linalg.eigh(torch.mm(zt.t(), zt))       # ascending eigenvalues
+    top = vecs[:, -rank:].flip(1).numpy()                    # (dim, rank), largest first
+    pivot = np.abs(top).argmax(axis=0)
+    signs = np.where(top[pivot, np.arange(rank)] < 0, -1.0, 1.0)
+    return np.ascontiguousarray(top * signs, dtype=np.float32)

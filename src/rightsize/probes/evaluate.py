@@ -4,7 +4,8 @@ The metric dict has stable keys (scalars and nested dicts only, as DVC wants):
 ``test.{mae,mae_lo,mae_hi,auroc,auroc_lo,auroc_hi,n,n_pos,...}``, ``val.mae``,
 ``best_epoch``, ``mean_predictor_mae`` (train-mean LVEF on test), ``params``,
 ``checkpoint_bytes``, ``wall_clock_s.{train,eval,total}``, ``peak_rss_mb``,
-``peak_rss_mb_train``, ``hardware.*`` and, for the fused probe,
+``peak_rss_mb_train``, ``hardware.*``, ``bootstrap.test_mae`` (the MAE of each resample,
+a list, which DVC's metrics listing skips) and, for the fused probe,
 ``attention_entropy.{echo_to_ecg,ecg_to_echo}`` (+ ``*_max`` = mean log(n_keys) and
 ``*_null`` = mean weight on the null token).
 """
@@ -17,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from rightsize.cohort.arrays import CohortArrays
-from rightsize.probes.bootstrap import bootstrap_indices, summarize
+from rightsize.probes.bootstrap import bootstrap_indices, mae_samples, summarize
 from rightsize.probes.config import EvaluateConfig
 from rightsize.probes.data import SplitData, split_data
 from rightsize.probes.predict import Probe
@@ -64,6 +65,11 @@ def evaluate_probe(probe: Probe, sidecar: dict[str, Any], arrays: CohortArrays,
         "ci": cfg.ci,
         "bootstrap_s": boot_s,
     }
+    # MAE of each bootstrap resample (the same resamples for every probe: same test split,
+    # n_bootstrap and seed), so the report can form paired intervals between probes.
+    err = np.abs(probe.predict(test)[0] - test.lvef)
+    samples = mae_samples(err, bootstrap_indices(len(test), cfg.n_bootstrap, cfg.seed))
+    out["bootstrap"] = {"test_mae": np.round(samples, 6).tolist()}
     entropy = probe.attention_entropy(test)
     if entropy is not None:
         out["attention_entropy"] = entropy

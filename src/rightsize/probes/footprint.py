@@ -2,7 +2,9 @@
 
 Reads what the cohort/train/evaluate stages left behind and reports, as DVC-friendly scalars:
 
-* ``checkpoints.<probe>.{bytes,params}``: bytes = all files under ``models/<probe>/``;
+* ``checkpoints.<probe>.{bytes,params,replicas}``: bytes = all files under ``models/<probe>/``
+  (the seed replicas' checkpoints in ``replicas/r<k>/`` included; ``replicas`` counts them
+  with replica 0); params of replica 0's weights;
   params = counted from the weights themselves (``weights.pt``: numel of every tensor in the
   state_dict loaded with ``torch.load(weights_only=True)``, buffers included;
   ``weights.npz``: total array size), i.e. every stored number, not just trainable ones.
@@ -133,7 +135,7 @@ def count_npz_params(path: Path) -> int:
 
 
 def checkpoint_footprint(model_dir: Path) -> dict[str, int]:
-    """``{bytes, params}`` of one checkpoint directory (``weights.pt`` or ``weights.npz``)."""
+    """``{bytes, params, replicas}`` of one checkpoint directory (weights.pt or .npz)."""
     if not model_dir.is_dir():
         raise InputError(f"{model_dir}: checkpoint directory not found")
     pt, npz = model_dir / "weights.pt", model_dir / "weights.npz"
@@ -151,7 +153,10 @@ def checkpoint_footprint(model_dir: Path) -> dict[str, int]:
                      f"{params} numbers (reporting the counted number)")
     elif claimed is not None and claimed != params:
         log.debug("%s: sidecar %d params, weights hold %d numbers", model_dir, claimed, params)
-    return {"bytes": tree_bytes(model_dir), "params": params}
+    from rightsize.probes.seeds import replica_dirs
+
+    return {"bytes": tree_bytes(model_dir), "params": params,
+            "replicas": 1 + len(replica_dirs(model_dir))}
 
 
 def _sidecar_params(path: Path) -> int | None:

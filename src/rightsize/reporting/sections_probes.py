@@ -51,19 +51,23 @@ def metrics_blocks(inputs: ReportInputs) -> list[Block]:
     for p in inputs.probes:
         src = inputs.evals[p]
         if not src.ok:
-            rows.append([p, src.note()] + [fmt.DASH] * 5)
+            rows.append([p, src.note()] + [fmt.DASH] * 7)
             continue
         d = src.data
         t = "test."
-        rows.append([p, fmt.ci(num(d, t + "mae"), num(d, t + "mae_lo"), num(d, t + "mae_hi")),
+        rows.append([p, _mean_sd(d, t + "mae"), _mean_sd(d, t + "auroc"),
+                     fmt.ci(num(d, t + "mae"), num(d, t + "mae_lo"), num(d, t + "mae_hi")),
                      fmt.ci(num(d, t + "auroc"), num(d, t + "auroc_lo"), num(d, t + "auroc_hi")),
                      fmt.number(num(d, "val.mae")), fmt.number(num(d, "best_epoch")),
                      fmt.number(num(d, "mean_predictor_mae")), fmt.integer(num(d, "params"))])
         mae.append((p, num(d, t + "mae"), num(d, t + "mae_lo"), num(d, t + "mae_hi")))
         auc.append((p, num(d, t + "auroc"), num(d, t + "auroc_lo"), num(d, t + "auroc_hi")))
-    blocks.append(table(["probe", "test MAE [95 % CI]", "test AUROC [95 % CI]", "val MAE",
-                         "best epoch", "mean-predictor MAE", "params"], rows,
-                        "Bootstrap 95 % intervals on the test split; the mean predictor is the "
+    blocks.append(table(["probe", "test MAE, mean ± sd (seeds)", "test AUROC, mean ± sd",
+                         "seed 0: test MAE [95 % CI]", "seed 0: test AUROC [95 % CI]",
+                         "val MAE", "best epoch", "mean-predictor MAE", "params"], rows,
+                        "Mean ± sample sd across the seed replicas (train.seeds; n in "
+                        "brackets); bootstrap 95 % intervals of the seed-0 model on the test "
+                        "split; val MAE and best epoch of seed 0. The mean predictor is the "
                         "baseline every probe must beat."))
     fig = figures.intervals("probe_metrics", "Probe test metrics with 95 % CIs",
                             [("test MAE (label units)", mae), ("test AUROC (unitless)", auc)],
@@ -75,6 +79,16 @@ def metrics_blocks(inputs: ReportInputs) -> list[Block]:
     if entropy is not None:
         blocks.append(Para(f"Fused probe attention entropy: {_flat(entropy)}."))
     return blocks
+
+
+def _mean_sd(d: Any, key: str) -> str:
+    """``6.21 ± 0.32 (5)`` from ``<key>_mean``/``_sd`` and ``n_seeds``, else a dash."""
+    mean, sd = num(d, key + "_mean"), num(d, key + "_sd")
+    if mean is None:
+        return fmt.DASH
+    n = num(d, "n_seeds")
+    return (f"{fmt.number(mean)} ± {fmt.number(sd)}"
+            + (f" ({fmt.integer(n)})" if n is not None else ""))
 
 
 def _flat(x: Any) -> str:
@@ -210,21 +224,40 @@ def probe_telemetry_blocks(inputs: ReportInputs) -> list[Block]:
     return blocks
 
 
+def _flat_stamp(h: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A hardware stamp with nested dicts (``numerics.isa.avx2``) as dotted keys."""
+    out: dict[str, Any] = {}
+    for k, v in h.items():
+        if isinstance(v, dict):
+            out.update(_flat_stamp(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
 def hardware_blocks(inputs: ReportInputs) -> list[Block]:
-    """The hardware and library versions the probe numbers were measured on."""
+    """The hardware, library versions and numerics the probe numbers were measured on,
+    with a warning when the probes' eval files carry different stamps."""
     blocks: list[Block] = [Heading("Hardware stamp", 3, "hardware")]
     stamps = {p: get(s.data, "hardware") for p, s in inputs.evals.items() if s.ok}
-    stamps = {p: h for p, h in stamps.items() if isinstance(h, dict)}
+    stamps = {p: _flat_stamp(h) for p, h in stamps.items() if isinstance(h, dict)}
     if not stamps:
         return blocks + [Note("No hardware stamp: no metrics/eval/<probe>.json with hardware.")]
     seen = {k for h in stamps.values() for k in h}
     keys = list(HARDWARE_KEYS) + sorted(seen - set(HARDWARE_KEYS))
-    rows = []
+    rows, differ = [], []
     for k in keys:
         values = {p: str(h.get(k, fmt.DASH)) for p, h in stamps.items()}
         distinct = set(values.values())
+        if len(distinct) > 1:
+            differ.append(k)
         cell = distinct.pop() if len(distinct) == 1 else "; ".join(
             f"{p}: {v}" for p, v in values.items())
         rows.append([k, cell])
+    if differ:
+        blocks.append(Note(f"These metrics were produced under different stamps ("
+                           f"{', '.join(differ)} differ between probes): CPU, instruction "
+                           f"set, library versions, threads and these environment variables "
+                           f"decide the floating-point path, so compare the probes with care."))
     return blocks + [table(["field", "value"], rows, f"From the eval files of "
                                                      f"{', '.join(stamps)}.")]

@@ -12,11 +12,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from rightsize.reporting import fmt
 from rightsize.reporting.config import ReportConfig
 from rightsize.reporting.load import ReportInputs, Source, get, num
 
 GPU_QUESTION = "Do probe training and evaluation need a GPU?"
+FUSION_QUESTION = "Does fusion beat concatenation (test MAE)?"
 SIZING_QUESTION = "What would the configured re-extraction need?"
 
 
@@ -160,8 +163,83 @@ def run_verdict(name: str, tel: Source) -> Verdict:
                    "; ".join(sentences) + ".")
 
 
+def _seed_maes(d: Any) -> dict[str, float]:
+    """``{"r<k>": test MAE}`` of every seed replica in one eval file."""
+    seeds = get(d, "seeds")
+    if not isinstance(seeds, dict):
+        return {}
+    out = {k: num(v, "test_mae") for k, v in seeds.items() if isinstance(v, dict)}
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def _paired_interval(a: Any, b: Any) -> tuple[float, float] | None:
+    """Percentile interval of ``MAE_a - MAE_b`` over the two files' shared bootstrap resamples
+    (same test rows, resample count and seed), or None when they are not paired."""
+    sa, sb = get(a, "bootstrap.test_mae"), get(b, "bootstrap.test_mae")
+    same = all(num(a, k) == num(b, k) for k in ("test.n", "test.n_bootstrap", "ci"))
+    if not (isinstance(sa, list) and isinstance(sb, list) and sa and len(sa) == len(sb)
+            and same):
+        return None
+    diff = np.asarray(sa, dtype=np.float64) - np.asarray(sb, dtype=np.float64)
+    tail = 100.0 * (1.0 - (num(a, "ci") or 0.95)) / 2.0
+    lo, hi = np.percentile(diff, [tail, 100.0 - tail])
+    return float(lo), float(hi)
+
+
+def fusion_verdict(inputs: ReportInputs) -> Verdict:
+    """Fused vs concat test MAE: the seed-paired difference against its spread across seeds,
+    and seed 0's difference against its paired bootstrap interval, said in words."""
+    fused, concat = inputs.evals.get("fused"), inputs.evals.get("concat")
+    if fused is None or concat is None or not (fused.ok and concat.ok):
+        return Verdict("fusion", FUSION_QUESTION, "not run",
+                       "Not run: needs metrics/eval/fused.json and metrics/eval/concat.json.")
+    f, c = fused.data, concat.data
+    fm, cm = _seed_maes(f), _seed_maes(c)
+    paired = sorted(set(fm) & set(cm), key=lambda k: int(k[1:]) if k[1:].isdigit() else 0)
+    if not paired:
+        fm, cm, paired = {"r0": num(f, "test.mae")}, {"r0": num(c, "test.mae")}, ["r0"]
+    diffs = np.asarray([cm[k] - fm[k] for k in paired], dtype=np.float64)  # > 0: fused better
+    mean = float(diffs.mean())
+    sd = float(diffs.std(ddof=1)) if diffs.size > 1 else None
+    beyond_seeds = sd is not None and abs(mean) > sd
+    k = diffs.size
+    seed_words = (f"over {k} paired seeds concat − fused = {fmt.number(mean)} ± "
+                  f"{fmt.number(sd)} (mean ± sd): the difference "
+                  f"{'exceeds' if beyond_seeds else 'does not exceed'} the seed spread"
+                  if sd is not None else
+                  f"with one seed concat − fused = {fmt.number(mean)} and no seed spread to "
+                  f"compare it with (train.seeds: 1)")
+    interval = _paired_interval(c, f)
+    d0 = (num(c, "test.mae") or 0.0) - (num(f, "test.mae") or 0.0)
+    if interval is None:
+        boot_words = "no paired bootstrap interval (the eval files do not share resamples)"
+        beyond_boot = False
+    else:
+        lo, hi = interval
+        beyond_boot = lo > 0 or hi < 0
+        boot_words = (f"for seed 0 the difference {fmt.number(d0)} has paired bootstrap "
+                      f"{fmt.number(100 * (num(c, 'ci') or 0.95), 2)} % interval "
+                      f"[{fmt.number(lo)}, {fmt.number(hi)}], which "
+                      f"{'excludes' if beyond_boot else 'includes'} 0")
+    if beyond_seeds and beyond_boot and mean > 0 and d0 > 0:
+        answer, lead = "Yes", "Yes, beyond both the seed spread and the test-set resampling"
+    elif beyond_seeds and beyond_boot and mean < 0 and d0 < 0:
+        answer, lead = "No", "No: concatenation is better, beyond both"
+    else:
+        answer = "Not distinguishable"
+        lead = ("Not distinguishable: the difference is within the seed spread or the "
+                "paired bootstrap interval")
+    fused_s = (f"fused {fmt.number(num(f, 'test.mae_mean'))} ± {fmt.number(num(f, 'test.mae_sd'))}"
+               f", concat {fmt.number(num(c, 'test.mae_mean'))} ± "
+               f"{fmt.number(num(c, 'test.mae_sd'))}")
+    return Verdict("fusion", FUSION_QUESTION, answer,
+                   f"{lead} (test MAE, lower is better; {fused_s} across seeds): "
+                   f"{seed_words}; {boot_words}.")
+
+
 def all_verdicts(inputs: ReportInputs, cfg: ReportConfig) -> list[Verdict]:
-    """Every verdict in report order: GPU need, re-extraction, then one per rescued run."""
-    out = [probe_gpu_verdict(inputs, cfg), sizing_verdict(inputs.sizing)]
+    """Every verdict in report order: GPU need, fusion vs concat, re-extraction, then one per
+    rescued run."""
+    out = [probe_gpu_verdict(inputs, cfg), fusion_verdict(inputs), sizing_verdict(inputs.sizing)]
     out += [run_verdict(r, inputs.telemetry[r]) for r in inputs.runs]
     return out

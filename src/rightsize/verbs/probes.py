@@ -31,11 +31,13 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
         description=(
             "Train PROBE on the manifest's train split, keep the epoch with the lowest\n"
             "validation loss, and write the checkpoint (weights + checkpoint.json) to --out.\n"
-            "Settings come from the params file's `train` block. Per-epoch losses go to the\n"
-            "--curve CSV and per-step losses to a tfevents file in --events (previous event\n"
-            "files there are replaced). With --eval-json the same process then evaluates\n"
-            "the saved probe as `rightsize evaluate` does (params `evaluate` block) and\n"
-            "writes the same metrics JSON: one process, one import and one manifest load."),
+            "Settings come from the params file's `train` block; train.seeds replicas are\n"
+            "trained (seed 0 in --out, the others in --out/replicas/r<k>). Seed 0's per-epoch\n"
+            "losses go to the --curve CSV and its per-step losses to a tfevents file in\n"
+            "--events (previous event files there are replaced). With --eval-json the same\n"
+            "process then evaluates the saved replicas as `rightsize evaluate` does (params\n"
+            "`evaluate` block) and writes the same metrics JSON: one process, one import and\n"
+            "one manifest load."),
         epilog=("example:\n  rightsize train fused --params params.yaml "
                 "--manifest data/manifest.parquet \\\n    --out models/fused "
                 "--events data/probe_runs/fused --curve metrics/curves/fused.csv \\\n"
@@ -113,7 +115,7 @@ def run_train(args: argparse.Namespace) -> int:
     from rightsize.measure import Timer, hardware_stamp, peak_rss_mb
     from rightsize.probes.checkpoint import save_checkpoint
     from rightsize.probes.runlog import RunLog
-    from rightsize.probes.train import train_probe
+    from rightsize.probes.seeds import save_replicas, seed_list, train_seeds, train_spread
 
     with Timer() as t_load:
         arrays = load_arrays(args.manifest)
@@ -121,7 +123,8 @@ def run_train(args: argparse.Namespace) -> int:
     with Timer() as t_fit, bar, RunLog(args.events, args.curve, time.time(),
                                        on_epoch=_epoch_note(bar) if bar.enabled else None
                                        ) as runlog:
-        fit = train_probe(args.probe, arrays, cfg, device, runlog)
+        fits = train_seeds(args.probe, arrays, cfg, device, runlog)
+    fit = fits[0]
     peak_train = peak_rss_mb()
     hardware = hardware_stamp(cfg.threads, device)
     best = fit.best_epoch - 1
@@ -142,8 +145,11 @@ def run_train(args: argparse.Namespace) -> int:
             **fit.extra}
     with Timer() as t_save:
         sidecar = save_checkpoint(args.out, fit.probe, fit.arch, info)
+        save_replicas(args.out, fits, seed_list(cfg), {"config": config})
     total = time.perf_counter() - start
     if args.metrics:
+        from rightsize.probes.seeds import merge
+
         metrics = {
             "probe": args.probe, "params": sidecar["params"], "arch": fit.arch, **summary,
             "val": {"mae": fit.val_mae}, "train": {"mae": fit.train_mae},
@@ -154,6 +160,7 @@ def run_train(args: argparse.Namespace) -> int:
             "peak_rss_mb": peak_rss_mb(), "peak_rss_mb_train": peak_train,
             "hardware": hardware,
         }
+        merge(metrics, train_spread(fits, seed_list(cfg)))
         console.emit_json(args.metrics, _json_safe(metrics))
     console.info(f"{args.probe}: {sidecar['params']} params, best epoch {fit.best_epoch}/"
                  f"{fit.epochs}, val MAE {fit.val_mae:.3f}, {t_fit.seconds:.1f} s on {device}")
@@ -246,10 +253,12 @@ def _evaluate_and_emit(args: argparse.Namespace, model_dir: str, target: str, cf
     """
     from rightsize.probes.checkpoint import checkpoint_bytes
     from rightsize.probes.evaluate import evaluate_probe
+    from rightsize.probes.seeds import evaluate_replicas, merge
 
     _torch_threads(args.probe, cfg.threads)
     with console.task(f"{args.probe}: predict and bootstrap {ecfg.n_bootstrap} resamples"):
         out = evaluate_probe(probe, sidecar, arrays, ecfg)
+        merge(out, evaluate_replicas(model_dir, probe, sidecar, arrays, device))
     out["checkpoint_bytes"] = checkpoint_bytes(model_dir)
     _stamp(out, sidecar, time.perf_counter() - start, cfg.threads, device)
     console.emit_json(target, _json_safe(out))

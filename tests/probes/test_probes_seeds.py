@@ -1,0 +1,158 @@
+"""Seed replicas: trained together, each its own model; spread keys in the metrics files."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+import torch
+import yaml
+
+from rightsize.cli import main
+from rightsize.probes.data import Moments, split_data
+from rightsize.probes.models import arch_of, build_model
+from rightsize.probes.predict import encode_split
+from rightsize.probes.replica_forward import FORWARD, join_params, split_params
+from rightsize.probes.seeds import seed_list, spread, train_seeds
+
+from .conftest import small_train_config
+from .test_probes_cli import EVALUATE, TRAIN
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory):
+    """A directory with a small synthetic manifest."""
+    from rightsize.cohort.build import build_manifest
+    from rightsize.cohort.config import CohortConfig, SplitsConfig
+
+    root = tmp_path_factory.mktemp("seeds")
+    cfg = CohortConfig(n_subjects=240, splits=SplitsConfig(160, 30, 50), echo_dim=32,
+                       ecg_dim=24, max_clips=3, row_group_size=64)
+    build_manifest(cfg, root / "manifest.parquet")
+    return root
+
+
+@pytest.mark.parametrize("name", ["echo", "concat"])
+def test_replica_forward_and_gradients_match_each_replicas_own_model(cohort, name):
+    """float64: replica k of the stacked forward is model k's forward_encoded, gradients too."""
+    cfg = dataclasses.replace(small_train_config(), pca_rank=8)
+    train = split_data(cohort, "train")
+    arch = arch_of(name, cfg, train.echo.shape[-1], train.ecg.shape[-1])
+    moments = Moments.fit(train, 8)
+    models = []
+    for s in range(3):
+        torch.manual_seed(s)
+        m = build_model(arch)
+        m.set_moments(moments)
+        models.append(m.double().eval())
+    enc = {k: v.double() if v.is_floating_point() else v
+           for k, v in encode_split(models[0], train).items()}
+    whole = {n: torch.stack([dict(m.named_parameters())[n].detach() for m in models])
+             for n, _ in models[0].named_parameters()}
+    stacked = {k: v.contiguous().requires_grad_()
+               for k, v in split_params(name, models[0], whole).items()}
+    rows = [torch.arange(0, 40), torch.arange(40, 80), torch.arange(100, 140)]
+    batch = {k: torch.stack([v[r] for r in rows]) for k, v in enc.items()}
+    out = FORWARD[name](models[0], stacked, **batch)
+    (out ** 2).sum().backward()
+    grads = join_params(name, {k: v.grad for k, v in stacked.items()})
+    for i, m in enumerate(models):
+        own = m.forward_encoded(**{k: v[rows[i]] for k, v in enc.items()})
+        (own ** 2).sum().backward()
+        torch.testing.assert_close(out[i], own, rtol=1e-12, atol=1e-12)
+        for n, p in m.named_parameters():
+            torch.testing.assert_close(grads[n][i], p.grad, rtol=1e-10, atol=1e-12)
+
+
+def test_fused_replicas_repeat_single_runs_bit_for_bit(cohort):
+    """Lockstep engine: replica k is the single run with seed k, to the last bit."""
+    from rightsize.probes.train import train_probe
+
+    cfg = small_train_config(epochs=6)
+    reps = train_seeds("fused", cohort, dataclasses.replace(cfg, seed=0, seeds=3))
+    for k in (1, 2):
+        single = train_probe("fused", cohort, dataclasses.replace(cfg, seed=k))
+        assert reps[k].val_loss == single.val_loss and reps[k].train_loss == single.train_loss
+        assert reps[k].val_mae == single.val_mae and reps[k].best_epoch == single.best_epoch
+    assert reps[0].val_loss != reps[1].val_loss
+
+
+@pytest.mark.parametrize("name", ["echo", "concat"])
+def test_stacked_replicas_are_independent_of_their_companions(cohort, name):
+    """Seed 1 trained beside seeds 0 and 2 ends where seed 1 trained beside seed 2 does."""
+    cfg = small_train_config(epochs=6)
+    group = train_seeds(name, cohort, dataclasses.replace(cfg, seed=0, seeds=3))
+    pair = train_seeds(name, cohort, dataclasses.replace(cfg, seed=1, seeds=2))
+    np.testing.assert_allclose(group[1].val_loss, pair[0].val_loss, rtol=1e-5)
+    np.testing.assert_allclose(group[2].val_loss, pair[1].val_loss, rtol=1e-5)
+    assert group[0].val_loss != group[1].val_loss
+    again = train_seeds(name, cohort, dataclasses.replace(cfg, seed=0, seeds=3))
+    assert [f.val_loss for f in again] == [f.val_loss for f in group]   # bit-reproducible
+
+
+def test_stacked_replica_training_learns_like_the_single_model_engine(cohort):
+    cfg = small_train_config(epochs=12)
+    single = train_seeds("concat", cohort, dataclasses.replace(cfg, seeds=1))[0]
+    reps = train_seeds("concat", cohort, dataclasses.replace(cfg, seeds=4))
+    maes = [f.val_mae for f in reps]
+    assert len(reps) == 4 and len(set(maes)) == 4
+    assert abs(np.mean(maes) - single.val_mae) < 0.15 * single.val_mae
+    for f in reps:
+        assert f.best_epoch == int(np.argmin(f.val_loss)) + 1
+
+
+def test_ecg_replicas_are_one_fit_and_spread_statistics(cohort):
+    fits = train_seeds("ecg", cohort, dataclasses.replace(small_train_config(), seeds=3))
+    assert len(fits) == 3 and len({f.val_mae for f in fits}) == 1
+    assert seed_list(dataclasses.replace(small_train_config(seed=7), seeds=3)) == [7, 8, 9]
+    s = spread([1.0, 2.0, 4.0])
+    assert s == {"mean": pytest.approx(7 / 3), "sd": pytest.approx(np.std([1, 2, 4], ddof=1)),
+                 "min": 1.0, "max": 4.0}
+    assert spread([3.0]) == {"mean": 3.0, "sd": 0.0, "min": 3.0, "max": 3.0}
+
+
+def _run(root, verb, probe, params, out_flag, out):
+    args = [verb, probe, "--params", str(params), "--manifest", str(root / "manifest.parquet"),
+            "-q"]
+    if verb == "train":
+        return main(args + ["--out", str(root / f"m_{probe}"), "--curve",
+                            str(root / f"{probe}.csv"), "--metrics", str(out)])
+    return main(args + ["--model", str(root / f"m_{probe}"), "--json", str(out)])
+
+
+@pytest.mark.parametrize("probe", ["ecg", "concat"])
+def test_cli_writes_spread_keys_and_keeps_every_checkpoint(work, tmp_path, probe):
+    from rightsize.probes.footprint import checkpoint_footprint
+
+    params = tmp_path / "params.yaml"
+    params.write_text(yaml.safe_dump({"train": {**TRAIN, "seeds": 3}, "evaluate": EVALUATE}))
+    root = work
+    assert _run(root, "train", probe, params, "--metrics", tmp_path / "train.json") == 0
+    assert sorted(p.name for p in (root / f"m_{probe}" / "replicas").iterdir()) == ["r1", "r2"]
+    assert checkpoint_footprint(root / f"m_{probe}")["replicas"] == 3
+    train = json.loads((tmp_path / "train.json").read_text())
+    assert train["n_seeds"] == 3 and set(train["seeds"]) == {"r0", "r1", "r2"}
+    assert train["seeds"]["r0"]["val_mae"] == train["val"]["mae"]
+    assert _run(root, "evaluate", probe, params, "--json", tmp_path / "eval.json") == 0
+    m = json.loads((tmp_path / "eval.json").read_text())
+    per = [m["seeds"][f"r{k}"] for k in range(3)]
+    assert [r["seed"] for r in per] == [0, 1, 2]
+    assert per[0]["test_mae"] == pytest.approx(m["test"]["mae"], rel=1e-12)
+    assert per[0]["val_mae"] == pytest.approx(train["val"]["mae"], rel=1e-12)
+    for key in ("mae", "auroc"):
+        vals = [r[f"test_{key}"] for r in per]
+        assert m["test"][f"{key}_mean"] == pytest.approx(np.mean(vals))
+        assert m["test"][f"{key}_sd"] == pytest.approx(np.std(vals, ddof=1))
+        assert m["test"][f"{key}_min"] == min(vals) and m["test"][f"{key}_max"] == max(vals)
+    assert (m["test"]["mae_sd"] == 0.0) == (probe == "ecg")
+    assert len(m["bootstrap"]["test_mae"]) == EVALUATE["n_bootstrap"]
+
+    params.write_text(yaml.safe_dump({"train": {**TRAIN, "seeds": 1}, "evaluate": EVALUATE}))
+    assert _run(root, "train", probe, params, "--metrics", tmp_path / "train1.json") == 0
+    assert not (root / f"m_{probe}" / "replicas").exists()      # stale replicas removed
+    assert _run(root, "evaluate", probe, params, "--json", tmp_path / "eval1.json") == 0
+    one = json.loads((tmp_path / "eval1.json").read_text())
+    assert one["n_seeds"] == 1 and one["test"]["mae_sd"] == 0.0
+    assert one["test"]["mae_mean"] == one["test"]["mae"]
