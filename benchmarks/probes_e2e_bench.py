@@ -185,11 +185,12 @@ def run_calibration(manifest: Path, probe: str, fd: int, params: Path, env: dict
 
 
 def _export(rev: str, dest: Path) -> Path:
-    """``git archive REV src dvc.yaml pyproject.toml`` unpacked under ``dest``, plus
+    """``git archive REV src dvc.yaml pyproject.toml params.yaml`` unpacked under ``dest``, plus
     ``dest/bin/rightsize``: the console script pip would write for that revision's entry
     point (``rightsize = "module:function"``), run by this interpreter."""
     dest.mkdir(parents=True)
-    tar = subprocess.run(["git", "archive", rev, "src", "dvc.yaml", "pyproject.toml"],
+    tar = subprocess.run(["git", "archive", rev, "src", "dvc.yaml", "pyproject.toml",
+                          "params.yaml"],
                          cwd=REPO, capture_output=True, check=True).stdout
     subprocess.run(["tar", "-x", "-C", str(dest)], input=tar, check=True)
     func = entry_point(dest / "pyproject.toml")
@@ -237,15 +238,20 @@ def main() -> int:
                          str(manifest), "1", str(args.subjects), "1024", "768"],
                         cwd=REPO, env=_env(1, REPO / "src"), timeout_s=args.timeout)
         child_json(m, "manifest")
-        params = {fd: dict(base, train=dict(base["train"], fused=dict(
+        # One seed (train.seeds: 1): the goal is stated per single-seed probe; a revision
+        # from before train.seeds existed gets the train block without the key.
+        params = {fd: dict(base, train=dict(base["train"], seeds=1, fused=dict(
             base["train"]["fused"], fusion_dim=fd))) for fd in {fd for _, fd in cases}}
         trees = {"ours": (REPO / "dvc.yaml", None)}
         if args.before:
             src = _export(args.before, tmp / "before")
             trees["before"] = (src / "dvc.yaml", src / "src")
         projects, cmds = {}, {}
-        for who, (dvc_yaml, _src) in trees.items():
+        for who, (dvc_yaml, src_dir) in trees.items():
             for fd, prm in params.items():
+                if src_dir is not None and "seeds" not in _train_keys(src_dir.parent):
+                    prm = dict(prm, train={k: v for k, v in prm["train"].items()
+                                           if k != "seeds"})
                 projects[(who, fd)] = _project(tmp / f"{who}-{fd}", manifest, prm)
                 cmds[(who, fd)] = probe_commands(dvc_yaml, prm)
         calib_params = projects[("ours", 256)] / "params.yaml"
@@ -281,6 +287,13 @@ def main() -> int:
                                            readme_section(md), START, END))
     print(md)
     return 0
+
+
+def _train_keys(root: Path) -> set[str]:
+    """Keys of the ``train`` block in ``root/params.yaml`` (a revision's own params)."""
+    import yaml
+
+    return set((yaml.safe_load((root / "params.yaml").read_text()) or {}).get("train") or {})
 
 
 def _git(*args: str) -> str:
