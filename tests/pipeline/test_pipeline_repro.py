@@ -60,10 +60,18 @@ def test_metrics_show_lists_the_cost_and_quality_numbers(built_project, pipeline
         tr = metrics[f"metrics/train/{probe}.json"]
         assert _keys(tr, "wall_clock"), f"train/{probe}: no wall clock in {sorted(flatten(tr))}"
         assert _keys(tr, "peak_rss"), f"train/{probe}: no peak RSS in {sorted(flatten(tr))}"
-        # Checkpoint bytes as reported equal the bytes DVC tracks for models/<probe>.
-        on_disk = sum(f.stat().st_size for f in (built_project / "models" / probe).iterdir())
-        assert flatten(ev)["checkpoint_bytes"] == on_disk, probe
-        assert flatten(metrics["metrics/footprint.json"])[f"checkpoints.{probe}.bytes"] == on_disk
+        # The eval file's checkpoint_bytes is seed 0's checkpoint (the files in
+        # models/<probe>/); the footprint counts every byte DVC tracks there, the seed
+        # replicas under replicas/r<k>/ included.
+        model_dir = built_project / "models" / probe
+        seed0 = sum(f.stat().st_size for f in model_dir.iterdir() if f.is_file())
+        tracked = sum(f.stat().st_size for f in model_dir.rglob("*") if f.is_file())
+        assert flatten(ev)["checkpoint_bytes"] == seed0, probe
+        fp = flatten(metrics["metrics/footprint.json"])
+        assert fp[f"checkpoints.{probe}.bytes"] == tracked, probe
+        replicas = fp[f"checkpoints.{probe}.replicas"]
+        assert replicas == 1 + len(list((model_dir / "replicas").glob("r*"))), probe
+        assert (tracked > seed0) == (replicas > 1), probe
     tel = flatten(metrics["metrics/telemetry/demo.json"])
     assert tel["step_time_s.median"] > 0
     assert tel["epoch_hours"] > 0
