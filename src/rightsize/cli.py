@@ -18,6 +18,7 @@ import os
 import sys
 
 from rightsize import console
+from rightsize.blas_kernel import pin_openblas_kernel
 from rightsize.errors import RightsizeError
 
 VERB_MODULES = (
@@ -55,6 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``rightsize`` console script; returns the exit code."""
+    pin_openblas_kernel()          # before any verb imports numpy (see rightsize.blas_kernel)
     parser = build_parser()
     args = parser.parse_args(argv)
     args.quiet = getattr(args, "quiet", False)

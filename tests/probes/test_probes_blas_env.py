@@ -58,3 +58,49 @@ def test_training_is_bit_identical_under_blas_kernels_and_thread_counts(probe):
     assert len(results[0]["val_loss"]) == results[0]["epochs"] > 1
     for env, res in zip(ENVS[1:], results[1:], strict=True):
         assert res == results[0], f"{probe} differs under {env}"
+
+
+# The ECG probe is scikit-learn (Ridge, LogisticRegression) on numpy/scipy: its fits do call
+# OpenBLAS, so the `rightsize` command pins OpenBLAS's kernel set before numpy loads
+# (rightsize.blas_kernel). Sandybridge kernels gave other weights than the default here
+# before the pin.
+CLI_ENVS = (*ENVS, {"OPENBLAS_CORETYPE": "Sandybridge"},
+            {"OPENBLAS_CORETYPE": "Zen", "OPENBLAS_NUM_THREADS": "2"})
+CLI = ("import sys; from rightsize.cli import main; rc = main(sys.argv[1:]); "
+       "import numpy as np, hashlib, json; d = np.load(sys.argv[sys.argv.index('--out') + 1]"
+       " + '/weights.npz'); "
+       "print(json.dumps({'rc': rc, 'weights': hashlib.sha256(b''.join(d[k].tobytes() "
+       "for k in sorted(d.files))).hexdigest(), 'eval': json.load(open(sys.argv[-1]))['test']}))")
+
+
+def test_ecg_probe_weights_are_bit_identical_under_blas_kernels(tmp_path):
+    import yaml
+
+    from rightsize.blas_kernel import PINNED, REQUIRED_FLAGS, _cpu_flags
+    from rightsize.cohort.build import build_manifest
+    from rightsize.cohort.config import CohortConfig, SplitsConfig
+
+    if not REQUIRED_FLAGS <= _cpu_flags():
+        pytest.skip(f"this CPU lacks {sorted(REQUIRED_FLAGS)}: the {PINNED} kernels cannot run")
+    cfg = CohortConfig(n_subjects=400, splits=SplitsConfig(280, 40, 80), echo_dim=32,
+                       ecg_dim=96, max_clips=1, row_group_size=128)
+    build_manifest(cfg, tmp_path / "manifest.parquet")
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump({
+        "train": {"probes": ["ecg"], "seed": 0, "threads": 1, "device": "cpu",
+                  "ecg": {"alphas": [1.0, 100.0], "Cs": [0.1, 1.0]}},
+        "evaluate": {"seed": 0, "n_bootstrap": 200, "n_bootstrap_missing": 100, "ci": 0.95}}))
+    results = []
+    for i, extra in enumerate(CLI_ENVS):
+        env = {k: v for k, v in os.environ.items() if k not in _BLAS_VARS}
+        env.update(extra)
+        argv = ["train", "ecg", "--params", str(tmp_path / "params.yaml"), "--manifest",
+                str(tmp_path / "manifest.parquet"), "--out", str(tmp_path / f"m{i}"), "-q",
+                "--eval-json", str(tmp_path / f"e{i}.json")]
+        out = subprocess.run([sys.executable, "-c", CLI, *argv], env=env, capture_output=True,
+                             text=True, timeout=600, check=True)
+        results.append(json.loads(out.stdout.strip().splitlines()[-1]))
+        stamp = json.loads((tmp_path / f"e{i}.json").read_text())["hardware"]["numerics"]
+        assert stamp["env"]["OPENBLAS_CORETYPE"] == PINNED, extra
+    assert results[0]["rc"] == 0
+    for extra, res in zip(CLI_ENVS[1:], results[1:], strict=True):
+        assert res == results[0], f"ecg differs under {extra}"
