@@ -9,10 +9,13 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pytest
 import yaml
 
 from rightsize import cli
@@ -212,3 +215,13 @@ def run_report(root: Path, *extra: str, params: Path | None = None) -> Built:
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = cli.main(argv)
     return Built(root, root / "metrics", root / "reports", code, out.getvalue(), err.getvalue())
+
+
+def chromium() -> str:
+    """Path of the chromium binary; fail in CI (it is installed there), skip elsewhere."""
+    path = shutil.which("chromium") or shutil.which("chromium-browser")
+    if path is None:
+        if os.environ.get("CI"):
+            pytest.fail("chromium is not installed (.ci/run installs it)")
+        pytest.skip("chromium is not installed (apt-get install -y chromium)")
+    return path

@@ -7,14 +7,13 @@ verb on its metrics, and headless chromium's screenshot of the HTML showing the 
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
 import matplotlib.image as mpimg
 import numpy as np
 import pytest
-from report_fixtures import run_report, write_params
+from report_fixtures import chromium, run_report, write_params
 
 from rightsize.cli import main
 from rightsize.reporting.sections_patience import curve_facts
@@ -55,18 +54,10 @@ def test_report_accounts_for_the_rampnet_calendar(rampnet_report):
     assert "the best val epoch was 5" in md
 
 
-def _chromium() -> str:
-    path = shutil.which("chromium") or shutil.which("chromium-browser")
-    if path is None:
-        if os.environ.get("CI"):
-            pytest.fail("chromium is not installed (.ci/run installs it)")
-        pytest.skip("chromium is not installed (apt-get install -y chromium)")
-    return path
-
 
 def test_browser_shows_the_waterfall(rampnet_report, tmp_path):
     shot = tmp_path / "shot.png"
-    cmd = [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+    cmd = [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
            "--disable-background-networking", "--disable-component-update", "--disable-sync",
            f"--user-data-dir={tmp_path / 'profile'}", f"--screenshot={shot}",
            "--window-size=1200,1600", (rampnet_report / "report.html").as_uri()]

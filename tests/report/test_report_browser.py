@@ -3,25 +3,15 @@
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 
 import matplotlib.image as mpimg
 import numpy as np
-import pytest
+from report_fixtures import chromium
 
 WIDTH, HEIGHT = 1200, 2000
 STAR_GREEN = np.array([0x2C, 0xA0, 0x2C]) / 255   # best-epoch star of the first figure
 
-
-def chromium() -> str:
-    """Path of the chromium binary; fail in CI (it is installed there), skip elsewhere."""
-    path = shutil.which("chromium") or shutil.which("chromium-browser")
-    if path is None:
-        if os.environ.get("CI"):
-            pytest.fail("chromium is not installed (.ci/run installs it)")
-        pytest.skip("chromium is not installed (apt-get install -y chromium)")
-    return path
 
 
 def test_headless_chromium_renders_the_report(full_build, tmp_path):

@@ -75,6 +75,17 @@ def add_spread(node: dict[str, Any], key: str, values: list[float]) -> None:
         node[f"{key}_{stat}"] = v
 
 
+def spread_keys(groups: dict[str, dict[str, list[float]]]) -> dict[str, Any]:
+    """``{node: {<metric>_mean, _sd, _min, _max}}`` for ``{node: {metric: values}}``; the
+    node ``""`` puts its keys at the top level."""
+    out: dict[str, Any] = {}
+    for node, metrics in groups.items():
+        target = out.setdefault(node, {}) if node else out
+        for metric, values in metrics.items():
+            add_spread(target, metric, values)
+    return out
+
+
 def per_seed(seeds: list[int], rows: dict[str, list[float]]) -> dict[str, dict[str, Any]]:
     """``{"r<k>": {"seed": s, <metric>: value, ...}}``: replica k's values, keyed by its
     index (not its seed, so experiments with other ``train.seed`` share the columns)."""
@@ -120,14 +131,9 @@ def train_spread(fits: list[Any], seeds: list[int]) -> dict[str, Any]:
     ``n_seeds`` and ``seeds.r<k>``."""
     rows = {"val_mae": [f.val_mae for f in fits], "train_mae": [f.train_mae for f in fits],
             "best_epoch": [float(f.best_epoch) for f in fits]}
-    val: dict[str, Any] = {}
-    train: dict[str, Any] = {}
-    top: dict[str, Any] = {}
-    add_spread(val, "mae", rows["val_mae"])
-    add_spread(train, "mae", rows["train_mae"])
-    add_spread(top, "best_epoch", rows["best_epoch"])
-    return {"val": val, "train": train, **top, "n_seeds": len(fits),
-            "seeds": per_seed(seeds, rows)}
+    keys = spread_keys({"val": {"mae": rows["val_mae"]}, "train": {"mae": rows["train_mae"]},
+                        "": {"best_epoch": rows["best_epoch"]}})
+    return {**keys, "n_seeds": len(fits), "seeds": per_seed(seeds, rows)}
 
 
 def evaluate_replicas(model_dir: str | Path, probe: Any, sidecar: dict[str, Any],
@@ -153,15 +159,9 @@ def evaluate_replicas(model_dir: str | Path, probe: Any, sidecar: dict[str, Any]
         rows["val_mae"].append(float(np.mean(np.abs(member.predict(val)[0] - val.lvef))))
         rows["best_epoch"].append(float(side.get("best_epoch", 0)))
         seeds.append(int(side.get("seed", (side.get("config") or {}).get("seed", 0) + k)))
-    test_keys: dict[str, Any] = {}
-    val_keys: dict[str, Any] = {}
-    top: dict[str, Any] = {}
-    add_spread(test_keys, "mae", rows["test_mae"])
-    add_spread(test_keys, "auroc", rows["test_auroc"])
-    add_spread(val_keys, "mae", rows["val_mae"])
-    add_spread(top, "best_epoch", rows["best_epoch"])
-    return {"test": test_keys, "val": val_keys, **top, "n_seeds": len(members),
-            "seeds": per_seed(seeds, rows)}
+    keys = spread_keys({"test": {"mae": rows["test_mae"], "auroc": rows["test_auroc"]},
+                        "val": {"mae": rows["val_mae"]}, "": {"best_epoch": rows["best_epoch"]}})
+    return {**keys, "n_seeds": len(members), "seeds": per_seed(seeds, rows)}
 
 
 def merge(into: dict[str, Any], keys: dict[str, Any]) -> dict[str, Any]:
