@@ -156,3 +156,37 @@ def test_cli_writes_spread_keys_and_keeps_every_checkpoint(work, tmp_path, probe
     one = json.loads((tmp_path / "eval1.json").read_text())
     assert one["n_seeds"] == 1 and one["test"]["mae_sd"] == 0.0
     assert one["test"]["mae_mean"] == one["test"]["mae"]
+
+
+def test_evaluate_rejects_a_replica_trained_with_another_config(work, tmp_path, capsys):
+    """Replicas left beside a seed 0 of another run (e.g. a hand-run `rightsize train`
+    interrupted between saving seed 0 and its replicas) are an error, not mixed in."""
+    params = tmp_path / "params.yaml"
+    params.write_text(yaml.safe_dump({"train": {**TRAIN, "seeds": 2}, "evaluate": EVALUATE}))
+    assert _run(work, "train", "echo", params, "--metrics", tmp_path / "train.json") == 0
+    side = work / "m_echo" / "replicas" / "r1" / "checkpoint.json"
+    doc = json.loads(side.read_text())
+    doc["config"]["lr"] = doc["config"]["lr"] * 2            # as if trained by another run
+    side.write_text(json.dumps(doc))
+    capsys.readouterr()
+    assert _run(work, "evaluate", "echo", params, "--json", tmp_path / "eval.json") == 4
+    err = capsys.readouterr().err
+    assert "replicas/r1" in err and "retrain" in err
+    assert not (tmp_path / "eval.json").exists()
+
+
+@pytest.mark.parametrize("probe", ["ecg", "echo"])
+def test_train_with_eval_json_scores_every_replica_as_evaluate_does(work, tmp_path, probe):
+    """One process (train --eval-json, as dvc repro runs it) gives the eval file a separate
+    `rightsize evaluate` writes, replicas included."""
+    params = tmp_path / "params.yaml"
+    params.write_text(yaml.safe_dump({"train": {**TRAIN, "seeds": 2}, "evaluate": EVALUATE}))
+    one = tmp_path / "one.json"
+    assert _run(work, "train", probe, params, "--metrics", tmp_path / "train.json") == 0
+    assert main(["train", probe, "--params", str(params), "--manifest",
+                 str(work / "manifest.parquet"), "-q", "--out", str(work / f"m_{probe}"),
+                 "--curve", str(tmp_path / "c.csv"), "--eval-json", str(one)]) == 0
+    assert _run(work, "evaluate", probe, params, "--json", tmp_path / "two.json") == 0
+    a, b = (json.loads(p.read_text()) for p in (one, tmp_path / "two.json"))
+    assert a["n_seeds"] == b["n_seeds"] == 2
+    assert a["seeds"] == b["seeds"] and a["test"] == b["test"]

@@ -141,3 +141,29 @@ def test_report_flags_metrics_produced_under_different_numerics_stamps(tmp_path)
     built = run_report(tmp_path)
     assert "different stamps (numerics.env.OPENBLAS_CORETYPE differ" in built.md
     assert "fused: Haswell" in built.md
+
+
+def test_stamps_differ_only_in_what_applies_to_each_probe(tmp_path):
+    """The ECG probe loads no torch and both numpy's and scipy's OpenBLAS: that is no
+    difference in numerics; another OpenBLAS kernel is."""
+    write_metrics(tmp_path / "metrics")
+    write_params(tmp_path / "params.yaml")
+    one = "openblas 0.3.31 Haswell, 2 threads"
+    for probe in PROBES:
+        ev = tmp_path / f"metrics/eval/{probe}.json"
+        data = json.loads(ev.read_text())
+        ecg = probe == "ecg"
+        data["hardware"]["numerics"] = {
+            "torch_cpu_capability": "torch not loaded" if ecg else "AVX512",
+            "blas": f"{one}; openblas 0.3.30 Haswell, 2 threads" if ecg else one}
+        ev.write_text(json.dumps(data))
+    built = run_report(tmp_path)
+    assert built.code == 0, built.stderr
+    assert "ecg: torch not loaded" in built.md            # shown, not flagged
+    assert "different stamps" not in built.md
+    ev = tmp_path / "metrics/eval/concat.json"
+    data = json.loads(ev.read_text())
+    data["hardware"]["numerics"]["blas"] = "openblas 0.3.31 SkylakeX, 2 threads"
+    ev.write_text(json.dumps(data))
+    built = run_report(tmp_path)
+    assert "different stamps (numerics.blas differ" in built.md

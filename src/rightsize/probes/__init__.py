@@ -1,1 +1,1 @@
-"""Probe library: the four probes, evaluation, footprint and sizing. No DVC knowledge."""
+"""Probe library: the four probes, seed replicas, evaluation and footprint. No DVC knowledge."""

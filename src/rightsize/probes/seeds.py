@@ -147,8 +147,11 @@ def evaluate_replicas(model_dir: str | Path, probe: Any, sidecar: dict[str, Any]
     from rightsize.probes.data import split_data
 
     test, val = split_data(arrays, "test"), split_data(arrays, "val")
-    members = [(probe, sidecar)] + [load_checkpoint(d, probe.name, device)
-                                    for d in replica_dirs(model_dir)]
+    members = [(probe, sidecar)]
+    for k, d in enumerate(replica_dirs(model_dir), start=1):
+        member = load_checkpoint(d, probe.name, device)
+        _check_replica(d, k, member[1], sidecar)
+        members.append(member)
     rows: dict[str, list[float]] = {"test_mae": [], "test_auroc": [], "val_mae": [],
                                     "best_epoch": []}
     seeds = []
@@ -162,6 +165,25 @@ def evaluate_replicas(model_dir: str | Path, probe: Any, sidecar: dict[str, Any]
     keys = spread_keys({"test": {"mae": rows["test_mae"], "auroc": rows["test_auroc"]},
                         "val": {"mae": rows["val_mae"]}, "": {"best_epoch": rows["best_epoch"]}})
     return {**keys, "n_seeds": len(members), "seeds": per_seed(seeds, rows)}
+
+
+def _check_replica(path: Path, k: int, side: dict[str, Any], seed0: dict[str, Any]) -> None:
+    """Replica ``k`` belongs with seed 0's checkpoint: same training config, seed
+    ``config.seed + k``. A mismatch (replicas left by another run, e.g. one interrupted
+    between saving seed 0 and its replicas outside DVC) is a ``DataError`` naming the folder."""
+    import json
+
+    from rightsize.errors import DataError
+
+    def as_json(x: Any) -> Any:          # tuples in memory are lists once saved
+        return json.loads(json.dumps(x))
+
+    config = seed0.get("config") or {}
+    want = int(config.get("seed", 0)) + k
+    if as_json(side.get("config")) != as_json(config) or side.get("seed", want) != want:
+        raise DataError(f"{path}: replica {k} was not trained with {path.parent.parent}'s "
+                        f"config (expected seed {want}, got {side.get('seed')!r}); retrain "
+                        "the probe (rightsize train or dvc repro)")
 
 
 def merge(into: dict[str, Any], keys: dict[str, Any]) -> dict[str, Any]:

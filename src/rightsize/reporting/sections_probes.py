@@ -3,6 +3,7 @@ wall-clock, footprint, the re-extraction sizing answer and the hardware stamp.""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from rightsize.reporting import figures, fmt
@@ -166,7 +167,8 @@ def wall_clock_blocks(inputs: ReportInputs) -> list[Block]:
         bars.append((p, num(d, "wall_clock_s.train"), num(d, "wall_clock_s.eval")))
     rows.append(["all probes", "", "", fmt.seconds(total), ""])
     blocks.append(table(["probe", "train", "evaluate", "total", "peak RSS"], rows,
-                        "Peak RSS: training / evaluation process where both were measured."))
+                        "Peak RSS: after training / the whole train + evaluate process "
+                        "(one process per probe)."))
     fig = figures.wall_clock(bars)
     if fig:
         blocks.append(fig)
@@ -235,6 +237,18 @@ def _flat_stamp(h: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
+def _comparable(key: str, value: str) -> Any:
+    """What of a stamp value decides numerics, for comparing probes; None when it does not
+    apply to that probe (the ECG probe never loads torch: "torch not loaded"). For
+    ``numerics.blas`` that is the set of kernels picked (the ECG probe loads scipy's OpenBLAS
+    beside numpy's; the thread count printed is the library default, not the one used)."""
+    if value.endswith("not loaded"):
+        return None
+    if key == "numerics.blas":
+        return frozenset(re.findall(r"(\S+), \d+ threads", value)) or value
+    return value
+
+
 def hardware_blocks(inputs: ReportInputs) -> list[Block]:
     """The hardware, library versions and numerics the probe numbers were measured on,
     with a warning when the probes' eval files carry different stamps."""
@@ -249,7 +263,7 @@ def hardware_blocks(inputs: ReportInputs) -> list[Block]:
     for k in keys:
         values = {p: str(h.get(k, fmt.DASH)) for p, h in stamps.items()}
         distinct = set(values.values())
-        if len(distinct) > 1:
+        if len({c for v in distinct if (c := _comparable(k, v)) is not None}) > 1:
             differ.append(k)
         cell = distinct.pop() if len(distinct) == 1 else "; ".join(
             f"{p}: {v}" for p, v in values.items())

@@ -82,7 +82,7 @@ def probe_gpu_verdict(inputs: ReportInputs, cfg: ReportConfig) -> Verdict:
     present = {p: s.data for p, s in inputs.evals.items() if s.ok}
     if not present:
         return Verdict("probe_gpu", GPU_QUESTION, "not run",
-                       "Not run: no metrics/eval/<probe>.json yet (dvc repro evaluate).")
+                       "Not run: no metrics/eval/<probe>.json yet (dvc repro train).")
     totals = {p: probe_total_seconds(d) for p, d in present.items()}
     measured = {p: t for p, t in totals.items() if t is not None}
     total = sum(measured.values())
@@ -111,7 +111,8 @@ def probe_gpu_verdict(inputs: ReportInputs, cfg: ReportConfig) -> Verdict:
         return Verdict(
             "probe_gpu", GPU_QUESTION, "No",
             f"No: all {fmt.count_word(n)} probes train+evaluate in {fmt.seconds(total)} on "
-            f"{where} ({per}; budget {fmt.seconds(cfg.cpu_budget_s)}).")
+            f"{where} ({per}: seconds of training and evaluation in process, without "
+            f"interpreter start-up and imports; budget {fmt.seconds(cfg.cpu_budget_s)}).")
     return Verdict(
         "probe_gpu", GPU_QUESTION, "Yes",
         f"Yes: on CPU the {fmt.count_word(n)} probes take {fmt.seconds(total)}, over the "

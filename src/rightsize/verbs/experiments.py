@@ -11,7 +11,7 @@ from rightsize.errors import InputError
 
 SEEDS_EPILOG = """\
 example:
-  dvc exp run --queue -S train.seed=1,2,3 && dvc queue start -j 1   # or: rightsize sweep
+  dvc exp run --queue -S train.seed=5,10,15 && dvc queue start -j 1   # or: rightsize sweep
   rightsize seeds --metrics-prefix metrics/eval/
   rightsize seeds --json metrics-seeds.json
 
@@ -21,10 +21,10 @@ running experiments are left out. sd is the sample standard deviation (n-1).
 
 SWEEP_EPILOG = """\
 example:
-  rightsize sweep --seeds 1,2,3,4,5 -j 2
+  rightsize sweep --seeds 5,10,15,20 -j 2           # train.seeds (5) replicas from each
   rightsize sweep --seeds 1,2 --param evaluate.seed --run-all
-  rightsize sweep --seeds 1,2,3 train@fused          # only train@fused (trains + evaluates)
-  rightsize sweep --seeds 1,2,3 --json -             # the summary as JSON on stdout
+  rightsize sweep --seeds 5,10,15 train@fused        # only train@fused (trains + evaluates)
+  rightsize sweep --seeds 5,10,15 --json -           # the summary as JSON on stdout
 
 Runs: dvc exp run --queue -S PARAM=v1,v2,...  then  dvc queue start -j N, and polls
 dvc queue status until every experiment finished. A failed experiment's worker log
