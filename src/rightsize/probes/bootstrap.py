@@ -26,6 +26,11 @@ def resample_counts(idx: np.ndarray, n: int) -> np.ndarray:
     return np.bincount(flat, minlength=b * n).reshape(b, n)
 
 
+def abs_errors(lvef_true: np.ndarray, lvef_pred: np.ndarray) -> np.ndarray:
+    """``|pred - true|`` per row, float64."""
+    return np.abs(np.asarray(lvef_pred, np.float64) - np.asarray(lvef_true, np.float64))
+
+
 def mae_samples(abs_err: np.ndarray, idx: np.ndarray) -> np.ndarray:
     """MAE of each resample: ``(B,)``."""
     return np.asarray(abs_err, np.float64)[idx].mean(axis=1)
@@ -75,16 +80,21 @@ def percentile_ci(samples: np.ndarray, ci: float) -> tuple[float, float]:
 
 
 def summarize(lvef_true: np.ndarray, lvef_pred: np.ndarray, labels: np.ndarray,
-              scores: np.ndarray, idx: np.ndarray, ci: float) -> dict[str, float | int]:
+              scores: np.ndarray, idx: np.ndarray, ci: float,
+              mae_boot: np.ndarray | None = None) -> dict[str, float | int]:
     """Point MAE/AUROC on all rows plus bootstrap intervals over ``idx`` resamples.
 
-    Keys: ``mae, mae_lo, mae_hi, auroc, auroc_lo, auroc_hi, n, n_pos, n_bootstrap,
-    n_bootstrap_auroc`` (resamples with both classes). Undefined values are NaN.
+    ``mae_boot``: the MAE of each resample, when the caller has already computed it
+    (:func:`mae_samples` of the same errors and ``idx``). Keys: ``mae, mae_lo, mae_hi,
+    auroc, auroc_lo, auroc_hi, n, n_pos, n_bootstrap, n_bootstrap_auroc`` (resamples with
+    both classes). Undefined values are NaN.
     """
-    err = np.abs(np.asarray(lvef_pred, np.float64) - np.asarray(lvef_true, np.float64))
+    err = abs_errors(lvef_true, lvef_pred)
     n = len(err)
     mae = float(err.mean()) if n else float("nan")
-    mae_lo, mae_hi = percentile_ci(mae_samples(err, idx), ci) if n else (np.nan, np.nan)
+    if n and mae_boot is None:
+        mae_boot = mae_samples(err, idx)
+    mae_lo, mae_hi = percentile_ci(mae_boot, ci) if n else (np.nan, np.nan)
     aucs = auroc_samples(labels, scores, idx) if n else np.zeros(0)
     auc_lo, auc_hi = percentile_ci(aucs, ci)
     return {

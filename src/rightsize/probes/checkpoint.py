@@ -40,9 +40,11 @@ def weights_name(probe: str) -> str:
 
 def save_checkpoint(out_dir: str | os.PathLike[str], probe: Probe, arch: dict[str, Any],
                     info: dict[str, Any]) -> dict[str, Any]:
-    """Write ``probe``'s weights and sidecar under ``out_dir``; return the sidecar dict.
+    """Write ``probe``'s weights and sidecar under ``out_dir``; return the sidecar as written.
 
-    ``info`` (train config, metrics, timings, hardware ...) is merged into the sidecar.
+    ``info`` (train config, metrics, timings, hardware ...) is merged into the sidecar. The
+    dict returned is the JSON written (tuples become lists), so a caller that goes on with
+    it sees what :func:`read_sidecar` would return.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -68,7 +70,7 @@ def save_checkpoint(out_dir: str | os.PathLike[str], probe: Probe, arch: dict[st
         **info,
     }
     write_json(out / SIDECAR, sidecar)
-    return sidecar
+    return json.loads(json.dumps(sidecar))
 
 
 def read_sidecar(model_dir: str | os.PathLike[str], probe: str | None = None) -> dict[str, Any]:

@@ -18,20 +18,22 @@ from typing import Any
 import numpy as np
 
 from rightsize.cohort.arrays import CohortArrays
-from rightsize.probes.bootstrap import bootstrap_indices, mae_samples, summarize
+from rightsize.probes.bootstrap import abs_errors, bootstrap_indices, mae_samples, summarize
 from rightsize.probes.config import EvaluateConfig
 from rightsize.probes.data import SplitData, split_data
 from rightsize.probes.predict import Probe
 
 
 def score_split(probe: Probe, test: SplitData, n_boot: int, seed: int,
-                 ci: float) -> tuple[dict[str, Any], float]:
-    """``summarize`` of ``probe`` on ``test`` and the seconds the bootstrap took."""
+                ci: float) -> tuple[dict[str, Any], float, np.ndarray]:
+    """``summarize`` of ``probe`` on ``test``, the seconds the bootstrap took, and the MAE of
+    each bootstrap resample."""
     lvef, score = probe.predict(test)
     t0 = time.perf_counter()
     idx = bootstrap_indices(len(test), n_boot, seed)
-    out = summarize(test.lvef, lvef, test.ef_le_40, score, idx, ci)
-    return out, time.perf_counter() - t0
+    samples = mae_samples(abs_errors(test.lvef, lvef), idx)
+    out = summarize(test.lvef, lvef, test.ef_le_40, score, idx, ci, mae_boot=samples)
+    return out, time.perf_counter() - t0, samples
 
 
 def mean_predictor_mae(arrays: CohortArrays, split: str = "test") -> float:
@@ -51,12 +53,11 @@ def evaluate_probe(probe: Probe, sidecar: dict[str, Any], arrays: CohortArrays,
     """
     test = split_data(arrays, "test")
     val = split_data(arrays, "val")
-    metrics, boot_s = score_split(probe, test, cfg.n_bootstrap, cfg.seed, cfg.ci)
-    val_mae = float(np.mean(np.abs(probe.predict(val)[0] - val.lvef)))
+    metrics, boot_s, samples = score_split(probe, test, cfg.n_bootstrap, cfg.seed, cfg.ci)
     out: dict[str, Any] = {
         "probe": probe.name,
         "test": metrics,
-        "val": {"mae": val_mae},
+        "val": {"mae": probe.mae(val)},
         "best_epoch": int(sidecar.get("best_epoch", 0)),
         "epochs": int(sidecar.get("epochs", 0)),
         "mean_predictor_mae": mean_predictor_mae(arrays),
@@ -67,8 +68,6 @@ def evaluate_probe(probe: Probe, sidecar: dict[str, Any], arrays: CohortArrays,
     }
     # MAE of each bootstrap resample (the same resamples for every probe: same test split,
     # n_bootstrap and seed), so the report can form paired intervals between probes.
-    err = np.abs(probe.predict(test)[0] - test.lvef)
-    samples = mae_samples(err, bootstrap_indices(len(test), cfg.n_bootstrap, cfg.seed))
     out["bootstrap"] = {"test_mae": np.round(samples, 6).tolist()}
     entropy = probe.attention_entropy(test)
     if entropy is not None:

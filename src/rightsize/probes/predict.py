@@ -88,6 +88,10 @@ class Probe:
             return lvef, -lvef
         return self.std.inverse(self.model.predict_z(data)), self.model.ef_score(data)
 
+    def mae(self, data: SplitData) -> float:
+        """Mean absolute LVEF error (percent) on ``data``."""
+        return float(np.mean(np.abs(self.predict(data)[0] - data.lvef)))
+
     def attention_entropy(self, data: SplitData) -> dict[str, float] | None:
         """Mean attention entropy per direction (nats) for the fused probe, else None.
 

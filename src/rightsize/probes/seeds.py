@@ -41,7 +41,7 @@ def train_seeds(name: str, arrays: CohortArrays, cfg: TrainConfig, device: str =
     """
     from rightsize.probes.config import check_probe
     from rightsize.probes.data import Standardizer, split_data
-    from rightsize.probes.train import FitResult, mae, torch_runtime, train_probe
+    from rightsize.probes.train import FitResult, torch_runtime, train_probe
 
     check_probe(name)
     seeds = seed_list(cfg)
@@ -56,8 +56,8 @@ def train_seeds(name: str, arrays: CohortArrays, cfg: TrainConfig, device: str =
         reps = fit_replicas(name, train, val, std, cfg, seeds, device, runlog)
     return [FitResult(probe=r["probe"], arch=r["arch"], best_epoch=r["best_epoch"],
                       epochs=r["epochs"], steps=r["steps"], train_loss=r["train_loss"],
-                      val_loss=r["val_loss"], val_mae=mae(r["probe"], val),
-                      train_mae=mae(r["probe"], train)) for r in reps]
+                      val_loss=r["val_loss"], val_mae=r["probe"].mae(val),
+                      train_mae=r["probe"].mae(train)) for r in reps]
 
 
 def spread(values: list[float]) -> dict[str, float]:
@@ -159,7 +159,7 @@ def evaluate_replicas(model_dir: str | Path, probe: Any, sidecar: dict[str, Any]
         lvef, score = member.predict(test)
         rows["test_mae"].append(float(np.mean(np.abs(lvef - test.lvef))))
         rows["test_auroc"].append(auroc(test.ef_le_40, score))
-        rows["val_mae"].append(float(np.mean(np.abs(member.predict(val)[0] - val.lvef))))
+        rows["val_mae"].append(member.mae(val))
         rows["best_epoch"].append(float(side.get("best_epoch", 0)))
         seeds.append(int(side.get("seed", (side.get("config") or {}).get("seed", 0) + k)))
     keys = spread_keys({"test": {"mae": rows["test_mae"], "auroc": rows["test_auroc"]},
@@ -171,16 +171,11 @@ def _check_replica(path: Path, k: int, side: dict[str, Any], seed0: dict[str, An
     """Replica ``k`` belongs with seed 0's checkpoint: same training config, seed
     ``config.seed + k``. A mismatch (replicas left by another run, e.g. one interrupted
     between saving seed 0 and its replicas outside DVC) is a ``DataError`` naming the folder."""
-    import json
-
     from rightsize.errors import DataError
-
-    def as_json(x: Any) -> Any:          # tuples in memory are lists once saved
-        return json.loads(json.dumps(x))
 
     config = seed0.get("config") or {}
     want = int(config.get("seed", 0)) + k
-    if as_json(side.get("config")) != as_json(config) or side.get("seed", want) != want:
+    if side.get("config") != config or side.get("seed", want) != want:
         raise DataError(f"{path}: replica {k} was not trained with {path.parent.parent}'s "
                         f"config (expected seed {want}, got {side.get('seed')!r}); retrain "
                         "the probe (rightsize train or dvc repro)")

@@ -100,11 +100,6 @@ def train_probe(name: str, arrays: CohortArrays, cfg: TrainConfig, device: str =
         return _fit_torch(name, train, val, std, cfg, device, runlog)
 
 
-def mae(probe: Probe, data: SplitData) -> float:
-    """MAE (percent) of ``probe`` on ``data``."""
-    return float(np.mean(np.abs(probe.predict(data)[0] - data.lvef)))
-
-
 def _fit_ecg(train: SplitData, val: SplitData, std: Standardizer, cfg: TrainConfig,
              runlog: RunLog | None) -> FitResult:
     model, grid = fit_linear(train, val, std, cfg.ecg, threads=cfg.threads)
@@ -117,8 +112,8 @@ def _fit_ecg(train: SplitData, val: SplitData, std: Standardizer, cfg: TrainConf
     arch = {"probe": "ecg", "echo_dim": int(train.echo.shape[-1]),
             "ecg_dim": int(train.ecg.shape[-1]), "alpha": grid["alpha"], "C": grid["C"]}
     return FitResult(probe=probe, arch=arch, best_epoch=1, epochs=1, steps=1,
-                     train_loss=[train_loss], val_loss=[val_loss], val_mae=mae(probe, val),
-                     train_mae=mae(probe, train),
+                     train_loss=[train_loss], val_loss=[val_loss], val_mae=probe.mae(val),
+                     train_mae=probe.mae(train),
                      extra={"val_mse_by_alpha": grid["val_mse"],
                             "val_logloss_by_C": grid["val_logloss"]})
 
@@ -201,5 +196,5 @@ def _fit_torch(name: str, train: SplitData, val: SplitData, std: Standardizer,
     model.load_state_dict(best[2])
     model.eval()
     return FitResult(probe=probe, arch=arch, best_epoch=best[1], epochs=epochs, steps=step,
-                     train_loss=train_curve, val_loss=val_curve, val_mae=mae(probe, val),
-                     train_mae=mae(probe, train))
+                     train_loss=train_curve, val_loss=val_curve, val_mae=probe.mae(val),
+                     train_mae=probe.mae(train))
