@@ -19,22 +19,11 @@ import platform
 import sys
 from collections.abc import MutableMapping
 
+from rightsize.measure import cpu_flags
+
 PINNED = "Haswell"                       # AVX2 + FMA kernels
 REQUIRED_FLAGS = frozenset({"avx2", "fma"})
 OPT_OUT = "RIGHTSIZE_BLAS_PIN"
-
-
-def _cpu_flags() -> frozenset[str]:
-    """The ``flags`` line of the first CPU in ``/proc/cpuinfo`` (empty off Linux)."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                key, _, value = line.partition(":")
-                if key.strip().lower() == "flags":
-                    return frozenset(value.split())
-    except OSError:
-        pass
-    return frozenset()
 
 
 def pin_openblas_kernel(environ: MutableMapping[str, str] | None = None) -> str | None:
@@ -48,7 +37,7 @@ def pin_openblas_kernel(environ: MutableMapping[str, str] | None = None) -> str 
         return None
     if platform.machine().lower() not in ("x86_64", "amd64"):
         return None
-    if not REQUIRED_FLAGS <= _cpu_flags():
+    if not REQUIRED_FLAGS <= cpu_flags():
         return None
     env["OPENBLAS_CORETYPE"] = PINNED
     return PINNED

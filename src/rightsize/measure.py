@@ -16,7 +16,6 @@ import os
 import platform
 import sys
 import time
-from importlib import metadata
 from types import TracebackType
 from typing import Any
 
@@ -79,6 +78,8 @@ def cpu_model() -> str:
 
 
 def _version(dist: str) -> str:
+    from importlib import metadata  # ~18 ms: not on the CLI's start-up path
+
     try:
         return metadata.version(dist)
     except metadata.PackageNotFoundError:
@@ -122,6 +123,11 @@ def _cpuinfo() -> tuple[str, frozenset[str]]:
     except OSError:
         pass
     return vendor, flags
+
+
+def cpu_flags() -> frozenset[str]:
+    """The instruction-set flags of the first CPU in ``/proc/cpuinfo`` (empty off Linux)."""
+    return _cpuinfo()[1]
 
 
 @functools.lru_cache(maxsize=1)

@@ -76,11 +76,12 @@ CLI = ("import sys; from rightsize.cli import main; rc = main(sys.argv[1:]); "
 def test_ecg_probe_weights_are_bit_identical_under_blas_kernels(tmp_path):
     import yaml
 
-    from rightsize.blas_kernel import PINNED, REQUIRED_FLAGS, _cpu_flags
+    from rightsize.blas_kernel import PINNED, REQUIRED_FLAGS
     from rightsize.cohort.build import build_manifest
     from rightsize.cohort.config import CohortConfig, SplitsConfig
+    from rightsize.measure import cpu_flags
 
-    if not REQUIRED_FLAGS <= _cpu_flags():
+    if not REQUIRED_FLAGS <= cpu_flags():
         pytest.skip(f"this CPU lacks {sorted(REQUIRED_FLAGS)}: the {PINNED} kernels cannot run")
     cfg = CohortConfig(n_subjects=400, splits=SplitsConfig(280, 40, 80), echo_dim=32,
                        ecg_dim=96, max_clips=1, row_group_size=128)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from rightsize.experiments import flatten
 from rightsize.reporting import figures, fmt
 from rightsize.reporting.doc import Block, Heading, Note, Para, table
 from rightsize.reporting.load import ReportInputs, Source, get, num
@@ -226,17 +227,6 @@ def probe_telemetry_blocks(inputs: ReportInputs) -> list[Block]:
     return blocks
 
 
-def _flat_stamp(h: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    """A hardware stamp with nested dicts (``numerics.isa.avx2``) as dotted keys."""
-    out: dict[str, Any] = {}
-    for k, v in h.items():
-        if isinstance(v, dict):
-            out.update(_flat_stamp(v, f"{prefix}{k}."))
-        else:
-            out[f"{prefix}{k}"] = v
-    return out
-
-
 def _comparable(key: str, value: str) -> Any:
     """What of a stamp value decides numerics, for comparing probes; None when it does not
     apply to that probe (the ECG probe never loads torch: "torch not loaded"). For
@@ -254,7 +244,7 @@ def hardware_blocks(inputs: ReportInputs) -> list[Block]:
     with a warning when the probes' eval files carry different stamps."""
     blocks: list[Block] = [Heading("Hardware stamp", 3, "hardware")]
     stamps = {p: get(s.data, "hardware") for p, s in inputs.evals.items() if s.ok}
-    stamps = {p: _flat_stamp(h) for p, h in stamps.items() if isinstance(h, dict)}
+    stamps = {p: flatten(h) for p, h in stamps.items() if isinstance(h, dict)}   # a.b.c keys
     if not stamps:
         return blocks + [Note("No hardware stamp: no metrics/eval/<probe>.json with hardware.")]
     seen = {k for h in stamps.values() for k in h}

@@ -14,6 +14,8 @@ from rightsize.reporting import fmt
 from rightsize.reporting.doc import Block, Heading, Note, Para, table
 from rightsize.reporting.load import Source, get
 
+OLD_FORMAT = "metrics/sizing.json is not a measured sizing (old format?): dvc repro sizing."
+
 
 def _ask(d: dict[str, Any]) -> str | None:
     from rightsize.sizing.report_rows import ask_sentence
@@ -32,8 +34,7 @@ def sizing_answer(src: Source) -> tuple[str, str]:
         return "not run", src.note().rstrip(".") + "."
     sentence = _ask(src.data)
     if sentence is None:
-        return "unreadable", ("metrics/sizing.json is not a measured sizing (old format?): "
-                              "dvc repro sizing.")
+        return "unreadable", OLD_FORMAT
     a = src.data["ask"]
     return hours_range(a["gpu_hours_low"], a["gpu_hours_high"]), sentence
 
@@ -48,8 +49,7 @@ def sizing_blocks(src: Source) -> list[Block]:
     d = src.data
     ask = _ask(d)
     if ask is None:
-        return blocks + [Note("metrics/sizing.json is not a measured sizing (old format?): "
-                              "dvc repro sizing.")]
+        return blocks + [Note(OLD_FORMAT)]
     blocks.append(Para(f"The ask: {ask}"))
     ba = d.get("asserted_vs_measured", {})
     if "measured" in ba:
