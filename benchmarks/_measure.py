@@ -94,6 +94,13 @@ def last_line(m: Measurement) -> str:
     return lines[-1]
 
 
+def imported_from(src: str | os.PathLike[str]) -> str:
+    """Where a child with ``src`` first on ``PYTHONPATH`` imports rightsize from."""
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    return subprocess.run([sys.executable, "-c", "import rightsize; print(rightsize.__file__)"],
+                          env=env, check=True, capture_output=True, text=True).stdout.strip()
+
+
 def _status_kb(field: str) -> int | None:
     try:
         for line in Path("/proc/self/status").read_text().splitlines():

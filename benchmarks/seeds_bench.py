@@ -28,7 +28,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from _measure import run_process
+from _measure import imported_from, run_process
 
 REPO = Path(__file__).resolve().parents[1]
 PROBES = ("ecg", "echo", "concat", "fused")
@@ -72,12 +72,6 @@ def _one_seed_params(params: Path, dest: Path) -> Path:
     return dest
 
 
-def _imported_from(src: Path) -> str:
-    env = {**os.environ, "PYTHONPATH": str(src)}
-    return subprocess.run([sys.executable, "-c", "import rightsize; print(rightsize.__file__)"],
-                          env=env, capture_output=True, text=True, check=True).stdout.strip()
-
-
 def main() -> int:
     """Run the comparison; print and write the markdown table."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -103,7 +97,7 @@ def main() -> int:
             sides[f"base {args.base}"] = (base / "src", _one_seed_params(
                 base / "params.yaml", tmp / "base.yaml"), not two)
         for name, (src, _, _) in sides.items():
-            print(f"{name}: imports {_imported_from(src)}", flush=True)
+            print(f"{name}: imports {imported_from(src)}", flush=True)
         runs: dict[str, list[dict[str, float]]] = {k: [] for k in sides}
         names = list(sides)
         for r in range(args.rounds):

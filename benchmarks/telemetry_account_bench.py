@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _measure import machine_info, run_process  # noqa: E402
+from _measure import imported_from, machine_info, run_process  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 RAMPNET = REPO.parent / "shared" / "telemetry" / "rampnet1_stage2"
@@ -52,13 +52,6 @@ def child(src: Path, out: Path) -> tuple[list[str], dict[str, str]]:
             str(out)], env
 
 
-def origin(src: Path) -> str:
-    """Where a child with ``src`` first on the path imports rightsize from."""
-    env = {**os.environ, "PYTHONPATH": str(src)}
-    return subprocess.run([sys.executable, "-c", "import rightsize; print(rightsize.__file__)"],
-                          env=env, check=True, capture_output=True, text=True).stdout.strip()
-
-
 def main() -> int:
     """Run the interleaved comparison and write the markdown table."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -80,7 +73,7 @@ def main() -> int:
         tmp = Path(tmp)
         sides = {"before": extract(base, tmp), "after": REPO / "src"}
         for name, src in sides.items():
-            got = origin(src)
+            got = imported_from(src)
             assert got.startswith(str(src)), f"{name}: imports rightsize from {got}"
         times: dict[str, list[float]] = {k: [] for k in sides}
         rss: dict[str, list[float]] = {k: [] for k in sides}

@@ -7,6 +7,8 @@ query carried by the ECG, so only a probe that lets the ECG pick a clip can use 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -60,6 +62,17 @@ def make_cohort(n: int = 600, clips: int = 4, echo_dim: int = 64, ecg_dim: int =
         has_echo=has_echo, has_ecg=has_ecg,
         metadata={"source": "tests", "seed": seed, "perfect_model_mae": noise_sd * 0.7979},
     )
+
+
+def small_manifest(root: Path) -> Path:
+    """A 240-subject synthetic manifest (3 clips, 32-d echo, 24-d ECG) at ``root``."""
+    from rightsize.cohort.build import build_manifest
+    from rightsize.cohort.config import CohortConfig, SplitsConfig
+
+    cfg = CohortConfig(n_subjects=240, splits=SplitsConfig(160, 30, 50), echo_dim=32,
+                       ecg_dim=24, max_clips=3, row_group_size=64)
+    build_manifest(cfg, root / "manifest.parquet")
+    return root / "manifest.parquet"
 
 
 def small_train_config(seed: int = 0, **fused: object) -> TrainConfig:

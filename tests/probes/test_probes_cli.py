@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from rightsize.cli import main
-from rightsize.cohort.build import build_manifest
-from rightsize.cohort.config import CohortConfig, SplitsConfig
+
+from .conftest import small_manifest
 
 TRAIN = {
     "probes": ["ecg", "echo", "concat", "fused"], "seed": 0, "threads": 1, "device": "cpu",
@@ -28,9 +28,7 @@ EVALUATE = {"seed": 0, "n_bootstrap": 300, "n_bootstrap_missing": 200, "ci": 0.9
 def work(tmp_path_factory):
     """A directory with params.yaml and a small synthetic manifest."""
     root = tmp_path_factory.mktemp("cli")
-    cfg = CohortConfig(n_subjects=240, splits=SplitsConfig(160, 30, 50), echo_dim=32,
-                       ecg_dim=24, max_clips=3, row_group_size=64)
-    build_manifest(cfg, root / "manifest.parquet")
+    small_manifest(root)
     (root / "params.yaml").write_text(yaml.safe_dump({"train": TRAIN, "evaluate": EVALUATE}))
     return root
 

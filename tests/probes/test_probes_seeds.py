@@ -17,20 +17,15 @@ from rightsize.probes.predict import encode_split
 from rightsize.probes.replica_forward import FORWARD, join_params, split_params
 from rightsize.probes.seeds import seed_list, spread, train_seeds
 
-from .conftest import small_train_config
+from .conftest import small_manifest, small_train_config
 from .test_probes_cli import EVALUATE, TRAIN
 
 
 @pytest.fixture(scope="module")
 def work(tmp_path_factory):
     """A directory with a small synthetic manifest."""
-    from rightsize.cohort.build import build_manifest
-    from rightsize.cohort.config import CohortConfig, SplitsConfig
-
     root = tmp_path_factory.mktemp("seeds")
-    cfg = CohortConfig(n_subjects=240, splits=SplitsConfig(160, 30, 50), echo_dim=32,
-                       ecg_dim=24, max_clips=3, row_group_size=64)
-    build_manifest(cfg, root / "manifest.parquet")
+    small_manifest(root)
     return root
 
 

@@ -33,24 +33,18 @@ def test_conv_arithmetic_by_hand() -> None:
     assert expected_tokens(make_spec("echojepa", "vitl", VideoGeometry())) == 2048
 
 
-@pytest.mark.parametrize("size", list(HUBERT_SIZES))
-def test_hubert_tokens_and_flops_from_the_model(size: str) -> None:
-    spec = make_spec("hubert_ecg", size, EcgGeometry(crops_per_record=2))
-    got = count_shapes_and_flops(spec)
-    arch = HUBERT_SIZES[size]
-    assert got["tokens_per_state"] == [93] * (arch.layers + 1)
-    assert got["hidden_size"] == arch.hidden
-    analytic = analytic_flops(spec)
-    assert got["flops"] == pytest.approx(analytic["total"], rel=0.10)
-    assert got["layer_flops"] == pytest.approx(analytic["transformer_layers"], rel=0.10)
+MODELS = ([("hubert_ecg", size, HUBERT_SIZES[size], EcgGeometry(crops_per_record=2), 93)
+           for size in HUBERT_SIZES]
+          + [("echojepa", size, VJEPA2_SIZES[size], VideoGeometry(), 2048)
+             for size in VJEPA2_SIZES])
 
 
-@pytest.mark.parametrize("size", list(VJEPA2_SIZES))
-def test_vjepa2_tokens_and_flops_from_the_model(size: str) -> None:
-    spec = make_spec("echojepa", size, VideoGeometry())
+@pytest.mark.parametrize(("family", "size", "arch", "geometry", "tokens"), MODELS,
+                         ids=[f"{m[0]}-{m[1]}" for m in MODELS])
+def test_tokens_and_flops_from_the_model(family, size, arch, geometry, tokens) -> None:
+    spec = make_spec(family, size, geometry)
     got = count_shapes_and_flops(spec)
-    arch = VJEPA2_SIZES[size]
-    assert got["tokens_per_state"] == [2048] * (arch.layers + 1)
+    assert got["tokens_per_state"] == [tokens] * (arch.layers + 1)
     assert got["hidden_size"] == arch.hidden
     analytic = analytic_flops(spec)
     assert got["flops"] == pytest.approx(analytic["total"], rel=0.10)
