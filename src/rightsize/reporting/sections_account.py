@@ -13,15 +13,7 @@ from rightsize.reporting import fmt
 from rightsize.reporting.doc import Block, Bullets, Note, Para, table
 from rightsize.reporting.figures_account import PARTS, calendar_account
 from rightsize.reporting.load import get, num
-
-WHAT = {
-    "useful_steps": "steps that advanced training for the first time",
-    "redone_steps": "steps run again after a restart (work since the last checkpoint lost)",
-    "in_segment_pauses": "step gaps >= gap_s inside a launch: validation passes and stalls",
-    "startup": "per launch, first event (file header) to first training step",
-    "tail": "per launch, last training step to last event",
-    "waiting": "end of one launch to start of the next, dead launches included",
-}
+from rightsize.telemetry.account import MEANING
 
 
 def _utc(t: float | None) -> str:
@@ -44,7 +36,7 @@ def account_blocks(run: str, d: dict[str, Any]) -> list[Block]:
     for key, label, _ in PARTS:
         h = num(acc, key)
         share = fmt.DASH if h is None or not cal else f"{100 * h / cal:.1f} %"
-        rows.append([label, fmt.hours(h), share, WHAT[key]])
+        rows.append([label, fmt.hours(h), share, MEANING[key]])
     rows.append(["total", fmt.hours(num(acc, "total")), "", f"calendar: {fmt.hours(cal)}"])
     blocks.append(table(["part", "hours", "share", "what it is"], rows,
                         "The six parts add up to the calendar. Active hours (the published "

@@ -7,6 +7,8 @@ import io
 from collections.abc import Sequence
 from typing import Any
 
+from rightsize.telemetry.account import MEANING
+
 
 def _fmt(v: Any, digits: int = 4) -> str:
     if v is None:
@@ -100,21 +102,13 @@ def render_report(name: str, r: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-ACCOUNT_ROWS = (("useful_steps", "steps that advanced training"),
-                ("redone_steps", "steps run again after a restart"),
-                ("in_segment_pauses", "pauses >= gap_s inside a launch (validation, stalls)"),
-                ("startup", "launch start to first step"),
-                ("tail", "last step to last event"),
-                ("waiting", "between launches (queue, dead launches)"))
-
-
 def _account_tables(r: dict[str, Any]) -> list[str]:
     """Where the calendar went, checkpoint advice, epochs after best and the ETA."""
     acc, cal = r.get("account") or {}, r.get("calendar_hours")
     out = []
     if acc and cal:
         rows = [(k, _fmt(acc[k], 4), f"{100 * acc[k] / cal:.1f} %", what)
-                for k, what in ACCOUNT_ROWS]
+                for k, what in MEANING.items()]
         rows.append(("total", _fmt(acc["total"], 4), f"{100 * acc['total'] / cal:.1f} %",
                      "= calendar hours"))
         out.append(_table(f"where the {_fmt(cal, 3)} calendar hours went",
