@@ -83,7 +83,7 @@ def test_killed_repro_leaves_no_partial_outputs_and_recovers(project, pipeline_e
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
     assert "Running stage 'train@fused'" in log_path.read_text()
-    assert "Running stage 'missing_modality'" not in log_path.read_text()
+    assert "Running stage 'probe_telemetry@fused'" not in log_path.read_text()
 
     leftovers = []
     for top in ("models", "metrics"):
@@ -102,7 +102,7 @@ def test_killed_repro_leaves_no_partial_outputs_and_recovers(project, pipeline_e
     set_params(project, {"train.fused.epochs": 4})
     out = dvc(project, pipeline_env, "repro").stdout
     ran = set(repro_stages(out))
-    assert {"train@fused", "missing_modality", "probe_telemetry@fused", "footprint"} <= ran
+    assert {"train@fused", "probe_telemetry@fused", "footprint"} <= ran
     assert not ran & {"cohort", "demo_run", "telemetry@demo", "train@ecg", "train@echo",
                       "train@concat"}
     assert json.loads(dvc(project, pipeline_env, "status", "--json").stdout) == {}
@@ -117,8 +117,8 @@ def test_killed_repro_leaves_no_partial_outputs_and_recovers(project, pipeline_e
 
 def test_negative_epochs_fail_the_stage_naming_the_key(project, pipeline_env):
     # metrics/eval/fused.json is an output of train@fused (DVC clears a stage's outputs
-    # before running it); the downstream missing_modality output must survive untouched.
-    before = (project / "metrics/missing_modality.json").read_text()
+    # before running it); the downstream probe_telemetry@fused output must survive untouched.
+    before = (project / "metrics/telemetry/probe_fused.json").read_text()
     set_params(project, {"train.fused.epochs": -1})
     proc = dvc(project, pipeline_env, "repro", check=False)
     assert proc.returncode != 0
@@ -126,8 +126,8 @@ def test_negative_epochs_fail_the_stage_naming_the_key(project, pipeline_env):
     assert len(errors) == 1, proc.stdout + proc.stderr
     assert "train.fused.epochs" in errors[0]
     assert "Traceback" not in proc.stdout + proc.stderr
-    assert "missing_modality" not in repro_stages(proc.stdout)
-    assert (project / "metrics/missing_modality.json").read_text() == before
+    assert "probe_telemetry@fused" not in repro_stages(proc.stdout)
+    assert (project / "metrics/telemetry/probe_fused.json").read_text() == before
 
 
 def test_unknown_probe_fails_the_stage_naming_the_key(project, pipeline_env):

@@ -20,7 +20,7 @@ from rightsize.experiments import flatten
 pytestmark = pytest.mark.slow
 
 ALL_STAGES = {
-    "demo_run", "verify@demo", "telemetry@demo", "cohort", "missing_modality", "footprint",
+    "demo_run", "verify@demo", "telemetry@demo", "cohort", "footprint",
     "sizing", "encoder_bench@ecg", "encoder_bench@echo", *(f"train@{p}" for p in PROBES),
     *(f"probe_telemetry@{p}" for p in ("echo", "concat", "fused")),
 }
@@ -92,7 +92,7 @@ def test_metrics_show_lists_the_cost_and_quality_numbers(built_project, pipeline
     assert bench["tokens_per_record"] == 186 and bench["flops_per_record"] > 0
     assert sizing["ask.storage_bytes"] == (
         sizing["scenarios.paired_cohort.models.ecg.records"] * 186 * 512 * 4 * 2)
-    assert "metrics/missing_modality.json" in metrics
+    assert {f"metrics/missing/{p}.json" for p in PROBES} <= set(metrics)
 
 
 def test_plots_show_renders_curves(built_project, pipeline_env):
@@ -113,10 +113,10 @@ def test_plots_show_renders_curves(built_project, pipeline_env):
     ("key", "value", "changed"),
     [
         ("train.fused.epochs", 2, {"train@fused"}),
-        # evaluation runs in the train process (one start-up per probe), so its params
-        # re-run the train stages; n_bootstrap_missing only the missing-modality stage
+        # evaluation and the missing-modality test run in the train process (one start-up
+        # per probe), so their params re-run the train stages
         ("evaluate.n_bootstrap", 150, {f"train@{p}" for p in PROBES}),
-        ("evaluate.n_bootstrap_missing", 150, {"missing_modality"}),
+        ("evaluate.n_bootstrap_missing", 150, {f"train@{p}" for p in PROBES}),
         ("train.concat.hidden", 8, {"train@concat"}),
         ("telemetry.gap_s", 500, {"telemetry@demo"}),
     ],

@@ -93,17 +93,25 @@ _PROCESS_KEYS = ("wall_clock_s", "peak_rss_mb", "bootstrap_s")
 
 
 @pytest.mark.parametrize("probe", ["ecg", "echo", "concat", "fused"])
-def test_train_eval_json_equals_a_separate_evaluate(work, tmp_path, probe):
+def test_train_eval_and_missing_json_equal_separate_processes(work, tmp_path, probe):
     out = tmp_path / probe
     assert main(["train", probe, "--params", str(work / "params.yaml"), "--manifest",
                  str(work / "manifest.parquet"), "--out", str(out), "-q",
-                 "--eval-json", str(tmp_path / "in_train.json")]) == 0
+                 "--eval-json", str(tmp_path / "in_train.json"),
+                 "--missing-json", str(tmp_path / "mm_in_train.json")]) == 0
     assert _eval(work, "evaluate", probe, tmp_path / "separate.json", model=out) == 0
-    a, b = (json.loads((tmp_path / n).read_text()) for n in ("in_train.json", "separate.json"))
-    assert set(a) == set(b)
-    for key in _PROCESS_KEYS:
-        a.pop(key), b.pop(key)
-    assert a == b        # every model metric bit for bit, checkpoint bytes, hardware stamp
+    assert _eval(work, "missing-modality", probe, tmp_path / "mm_separate.json", model=out) == 0
+    for pair in (("in_train.json", "separate.json"), ("mm_in_train.json", "mm_separate.json")):
+        a, b = (json.loads((tmp_path / n).read_text()) for n in pair)
+        assert set(a) == set(b)
+        for key in _PROCESS_KEYS:
+            a.pop(key, None), b.pop(key, None)
+        assert a == b    # every model metric bit for bit, checkpoint bytes, hardware stamp
+    mm = json.loads((tmp_path / "mm_in_train.json").read_text())
+    if probe == "ecg":       # a one-modality probe: unchanged without the other modality
+        assert mm["echo_absent"]["mae"] == mm["both_present"]["mae"]
+    elif probe == "echo":
+        assert mm["ecg_absent"]["mae"] == mm["both_present"]["mae"]
 
 
 def test_train_eval_json_bad_evaluate_params_fail_before_training(work, tmp_path, capsys):
@@ -126,18 +134,19 @@ print(json.dumps({"rc": rc, "modules": sorted({m.split('.')[0] for m in sys.modu
 
 
 @pytest.mark.parametrize(("probe", "absent_train", "absent_eval"), [
-    ("ecg", {"torch"}, {"torch", "sklearn", "pandas"}),   # sklearn itself imports pandas
+    ("ecg", {"torch", "sklearn", "scipy", "pandas"}, {"torch", "sklearn", "scipy", "pandas"}),
     ("echo", {"sklearn", "pandas"}, {"sklearn", "pandas"}),
     ("fused", {"sklearn", "pandas"}, {"sklearn", "pandas"}),
 ])
 def test_train_and_evaluate_import_only_what_the_probe_uses(work, tmp_path, probe, absent_train,
                                                              absent_eval):
-    """A fresh process: the ECG probe never loads torch, its evaluation not even
-    scikit-learn; the torch probes load neither scikit-learn nor pandas (each costs
-    0.2-1 s of every stage's start-up)."""
+    """A fresh process: the ECG probe loads neither torch nor scikit-learn, scipy or pandas
+    (its fits are numpy); the torch probes load neither scikit-learn nor pandas (each costs
+    0.2-1 s of every stage's start-up). Training includes evaluation and the
+    missing-modality test, as in dvc.yaml."""
     argv = ["train", probe, "--params", str(work / "params.yaml"), "--manifest",
             str(work / "manifest.parquet"), "--out", str(tmp_path / probe), "-q",
-            "--eval-json", str(tmp_path / "e.json")]
+            "--eval-json", str(tmp_path / "e.json"), "--missing-json", str(tmp_path / "m.json")]
     evaluate = ["evaluate", *argv[1:6], "--model", str(tmp_path / probe), "-q",
                 "--json", str(tmp_path / "e2.json")]
     for args, absent in ((argv, absent_train), (evaluate, absent_eval)):

@@ -145,7 +145,8 @@ def write_metrics(metrics: Path) -> None:
         mae = 6.9 + 0.8 * (2 - j)
         mm[key] = {"mae": mae, "mae_lo": mae - 0.5, "mae_hi": mae + 0.5, "auroc": 0.8 - 0.03 * j,
                    "auroc_lo": 0.74 - 0.03 * j, "auroc_hi": 0.86 - 0.03 * j, "n_bootstrap": 1000}
-    (metrics / "missing_modality.json").write_text(json.dumps(mm))
+    (metrics / "missing").mkdir(exist_ok=True)
+    (metrics / "missing" / "fused.json").write_text(json.dumps(mm))
     n = 1208
     footprint = {
         "manifest_bytes": 36_100_000,

@@ -15,7 +15,7 @@ def test_no_metrics_at_all_says_not_run(tmp_path):
     assert "Not run: metrics/telemetry/demo.json is missing" in md
     assert "Not run: metrics/sizing.json is missing" in md
     assert "Not run: no metrics/eval/<probe>.json" in md
-    assert "Not run: metrics/missing_modality.json is missing" in md
+    assert "Not run: metrics/missing/fused.json is missing" in md
     assert "Not run: metrics/footprint.json is missing" in md
     assert "<img" not in html and "http://" not in html and "https://" not in html
     assert not list((built.out / "figures").glob("*.png")) if (built.out / "figures").exists() \

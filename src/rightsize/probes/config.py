@@ -25,7 +25,7 @@ def _dropout(p: float, key: str, hi: float = 1.0) -> None:
 
 @dataclass(frozen=True)
 class EcgConfig:
-    """``train.ecg``: Ridge (LVEF) and LogisticRegression (EF<=40) on the ECG vector.
+    """``train.ecg``: ridge (LVEF) and L2 logistic regression (EF<=40) on the ECG vector.
 
     Each model is fitted for every value of its grid on the train split; the value with
     the lowest validation loss (MSE; log-loss) is kept, like the best epoch of a torch probe.
@@ -33,7 +33,7 @@ class EcgConfig:
 
     alphas: tuple[float, ...] = (1.0, 10.0, 100.0, 1e3, 1e4, 1e5)   # Ridge L2 strengths
     Cs: tuple[float, ...] = (1e-4, 1e-3, 1e-2, 1e-1, 1.0)           # inverse L2 strengths
-    max_iter: int = 1000    # LogisticRegression solver iterations
+    max_iter: int = 1000    # logistic regression L-BFGS iterations (rightsize.probes.glm)
 
     def validate(self, key: str) -> None:
         """Check ranges (message names the dotted key)."""

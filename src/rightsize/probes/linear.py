@@ -1,6 +1,7 @@
-"""The ``ecg`` probe: scikit-learn linear models on the ECG vector.
+"""The ``ecg`` probe: linear models on the ECG vector.
 
-Ridge regresses the standardized LVEF; LogisticRegression scores EF<=40. Features are
+Ridge regresses the standardized LVEF; L2 logistic regression scores EF<=40 (both fitted
+by :mod:`rightsize.probes.glm`, numpy only; scikit-learn is their test oracle). Features are
 standardized with train-split moments over rows that have an ECG; a row without an ECG
 becomes the all-zero standardized vector (mean imputation), so it gets the intercepts.
 Fitted models are reduced to plain arrays (:class:`LinearEcgProbe`) that predict with
@@ -9,6 +10,7 @@ numpy and save to ``weights.npz`` without pickles.
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -22,6 +24,7 @@ from rightsize.probes.config import EcgConfig
 from rightsize.probes.data import SplitData, Standardizer
 
 WEIGHTS = "weights.npz"
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -80,14 +83,15 @@ def _logloss(labels: np.ndarray, logits: np.ndarray) -> float:
 
 def fit_linear(train: SplitData, val: SplitData, std: Standardizer, cfg: EcgConfig,
                threads: int = 1) -> tuple[LinearEcgProbe, dict[str, Any]]:
-    """Fit Ridge (standardized LVEF) and LogisticRegression (EF<=40) on train rows with ECG.
+    """Fit ridge (standardized LVEF) and L2 logistic regression (EF<=40) on train rows with ECG.
 
     Every ``cfg.alphas`` / ``cfg.Cs`` value is fitted; the one with the lowest validation
     MSE / log-loss is kept. Returns the probe and ``{"alpha", "C", "val_mse", "val_logloss"}``
     (the chosen values and the per-grid validation losses).
     """
-    from sklearn.linear_model import LogisticRegression, Ridge
     from threadpoolctl import threadpool_limits
+
+    from rightsize.probes.glm import logistic_fit, ridge_path
 
     rows = train.has_ecg
     if rows.sum() < 2:
@@ -104,28 +108,29 @@ def fit_linear(train: SplitData, val: SplitData, std: Standardizer, cfg: EcgConf
     yv = std.forward(val.lvef)
     val_mse: list[float] = []
     val_ll: list[float] = []
-    best_r: tuple[float, Any] = (np.inf, None)
+    iters: list[int] = []
     best_c: tuple[float, np.ndarray, np.ndarray] = (np.inf, np.zeros(z.shape[1]), np.zeros(1))
     with threadpool_limits(limits=threads):
-        for alpha in cfg.alphas:
-            ridge = Ridge(alpha=alpha).fit(z, y)
-            val_mse.append(float(np.mean((ridge.predict(zv) - yv) ** 2)))
-            if val_mse[-1] < best_r[0]:
-                best_r = (val_mse[-1], ridge)
+        ridges = ridge_path(z, y, list(cfg.alphas))
+        for coef, icpt in ridges:
+            val_mse.append(float(np.mean((zv @ coef + icpt - yv) ** 2)))
         if labels.any() and not labels.all():
+            start = None            # warm start: each C from the previous C's solution
             for c in cfg.Cs:
-                logit = LogisticRegression(C=c, max_iter=cfg.max_iter).fit(z, labels)
-                val_ll.append(_logloss(val.ef_le_40, logit.decision_function(zv)))
+                coef, icpt, n_it = logistic_fit(z, labels, c, cfg.max_iter, start)
+                start = np.append(coef, icpt)
+                iters.append(n_it)
+                val_ll.append(_logloss(val.ef_le_40, zv @ coef + icpt))
                 if val_ll[-1] < best_c[0]:
-                    best_c = (val_ll[-1], logit.coef_[0].astype(np.float64),
-                              logit.intercept_.astype(np.float64))
-    ridge = best_r[1]
+                    best_c = (val_ll[-1], coef, np.array([icpt]))
+    coef_r, icpt_r = ridges[int(np.argmin(val_mse))]
     probe = LinearEcgProbe(
-        x_mean=mean, x_sd=sd,
-        coef_lvef=np.asarray(ridge.coef_, np.float64).reshape(-1),
-        intercept_lvef=np.atleast_1d(np.asarray(ridge.intercept_, np.float64)),
+        x_mean=mean, x_sd=sd, coef_lvef=coef_r, intercept_lvef=np.array([icpt_r]),
         coef_ef40=best_c[1], intercept_ef40=best_c[2],
     )
+    if iters and max(iters) >= cfg.max_iter:
+        log.warning("ecg probe: logistic fit stopped at train.ecg.max_iter=%d before "
+                    "converging (iterations per C: %s)", cfg.max_iter, iters)
     info = {"alpha": float(cfg.alphas[int(np.argmin(val_mse))]),
             "C": float(cfg.Cs[int(np.argmin(val_ll))]) if val_ll else None,
             "val_mse": val_mse, "val_logloss": val_ll}

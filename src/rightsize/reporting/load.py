@@ -180,7 +180,7 @@ def load_inputs(metrics_dir: Path, runs: tuple[str, ...] | None, probes: tuple[s
         probe_telemetry={p: js(f"telemetry/probe_{p}.json") for p in probes},
         evals={p: js(f"eval/{p}.json") for p in probes},
         curves={p: tab(f"curves/{p}.csv") for p in probes},
-        missing_modality=js("missing_modality.json"),
+        missing_modality=js("missing/fused.json"),
         footprint=js("footprint.json"),
         sizing=js("sizing.json"),
         cohort=js("cohort.json"),

@@ -126,7 +126,7 @@ def missing_modality_blocks(src: Source) -> list[Block]:
     """The fused probe with one modality removed at test time."""
     blocks: list[Block] = [Heading("Missing modality (fused probe)", 3, "missing-modality")]
     if not src.ok:
-        return blocks + [Note(f"{src.note()} (dvc repro missing_modality).")]
+        return blocks + [Note(f"{src.note()} (dvc repro train@fused).")]
     rows, mae, auc = [], [], []
     for key, label in MODALITY_ROWS:
         d = get(src.data, key)

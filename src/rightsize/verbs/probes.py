@@ -37,11 +37,13 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
             "--events (previous event files there are replaced). With --eval-json the same\n"
             "process then evaluates the saved replicas as `rightsize evaluate` does (params\n"
             "`evaluate` block) and writes the same metrics JSON: one process, one import and\n"
-            "one manifest load."),
+            "one manifest load. With --missing-json it also scores the saved probe with a\n"
+            "modality taken away, as `rightsize missing-modality` does."),
         epilog=("example:\n  rightsize train fused --params params.yaml "
                 "--manifest data/manifest.parquet \\\n    --out models/fused "
                 "--events data/probe_runs/fused --curve metrics/curves/fused.csv \\\n"
-                "    --metrics metrics/train/fused.json --eval-json metrics/eval/fused.json"))
+                "    --metrics metrics/train/fused.json --eval-json metrics/eval/fused.json \\\n"
+                "    --missing-json metrics/missing/fused.json"))
     _common(p)
     p.add_argument("--out", required=True, help="model directory to write")
     p.add_argument("--events", default=None, help="directory for the tfevents file")
@@ -51,6 +53,9 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--eval-json", default=None, metavar="JSON",
                    help="also evaluate the saved probe on the test split and write the "
                         "`rightsize evaluate` metrics JSON here ('-' prints it on stdout)")
+    p.add_argument("--missing-json", default=None, metavar="JSON",
+                   help="also score the saved probe with the echo or the ECG absent and write "
+                        "the `rightsize missing-modality` JSON here ('-' prints it on stdout)")
     p.set_defaults(func=run_train)
 
     p = sub.add_parser(
@@ -79,7 +84,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
             "with evaluate.n_bootstrap_missing resamples."),
         epilog=("example:\n  rightsize missing-modality fused --params params.yaml "
                 "--manifest data/manifest.parquet \\\n    --model models/fused "
-                "--json metrics/missing_modality.json"))
+                "--json metrics/missing/fused.json"))
     _common(p)
     p.add_argument("--model", required=True, help="model directory written by `train`")
     p.add_argument("--json", required=True,
@@ -108,7 +113,8 @@ def run_train(args: argparse.Namespace) -> int:
     """``rightsize train``: fit, select on val, save checkpoint, curve, events, metrics."""
     start = time.perf_counter()
     cfg, device = _setup(args)
-    ecfg = _evaluate_config(args) if args.eval_json else None   # bad params fail before fitting
+    # bad params fail before fitting
+    ecfg = _evaluate_config(args) if args.eval_json or args.missing_json else None
     from dataclasses import asdict
 
     from rightsize.cohort.arrays import load_arrays
@@ -164,9 +170,12 @@ def run_train(args: argparse.Namespace) -> int:
         console.emit_json(args.metrics, _json_safe(metrics))
     console.info(f"{args.probe}: {sidecar['params']} params, best epoch {fit.best_epoch}/"
                  f"{fit.epochs}, val MAE {fit.val_mae:.3f}, {t_fit.seconds:.1f} s on {device}")
-    if ecfg is not None:
+    if args.eval_json:
         _evaluate_and_emit(args, args.out, args.eval_json, cfg, ecfg, arrays, sidecar,
                            fit.probe, device, time.perf_counter())
+    if args.missing_json:
+        _missing_and_emit(args, args.missing_json, cfg, ecfg, arrays, sidecar, fit.probe,
+                          device, time.perf_counter())
     return 0
 
 
@@ -272,15 +281,22 @@ def run_missing(args: argparse.Namespace) -> int:
     """``rightsize missing-modality``: both present / echo absent / ECG absent to --json."""
     start = time.perf_counter()
     cfg, ecfg, arrays, sidecar, probe, device = _load(args)
+    _missing_and_emit(args, args.json, cfg, ecfg, arrays, sidecar, probe, device, start)
+    return 0
+
+
+def _missing_and_emit(args: argparse.Namespace, target: str, cfg: Any, ecfg: Any, arrays: Any,
+                      sidecar: dict[str, Any], probe: Any, device: str, start: float) -> None:
+    """Score ``probe`` with each modality taken away and write the JSON to ``target``."""
     from rightsize.probes.missing import CONDITIONS, missing_modality
 
+    _torch_threads(args.probe, cfg.threads)
     with console.task(f"{args.probe}: {len(CONDITIONS)} conditions, paired bootstrap "
                       f"{ecfg.n_bootstrap_missing} resamples"):
         out = missing_modality(probe, arrays, ecfg)
     _stamp(out, sidecar, time.perf_counter() - start, cfg.threads, device)
-    console.emit_json(args.json, _json_safe(out))
+    console.emit_json(target, _json_safe(out))
     for name in CONDITIONS:
         m = out[name]
         console.info(f"{args.probe} {name}: MAE {m['mae']:.3f} [{m['mae_lo']:.3f}, "
                      f"{m['mae_hi']:.3f}], AUROC {m['auroc']:.3f}")
-    return 0
