@@ -118,3 +118,22 @@ def test_moments_without_ecg_keep_the_echo_moments_and_neutral_ecg():
         np.testing.assert_array_equal(getattr(echo_only, name), getattr(full, name))
     assert echo_only.ecg_basis is None and full.ecg_basis.shape == (48, 8)
     assert not echo_only.ecg_mean.any() and (echo_only.ecg_sd == 1).all()
+
+
+@pytest.mark.parametrize(("n", "dim"), [(80, 120), (200, 120)])
+def test_principal_basis_is_the_same_from_either_gram_matrix(n, dim):
+    """n < dim decomposes z z^T (the smaller matrix); n >= dim z^T z: same top vectors."""
+    import torch
+
+    from rightsize.probes.data import principal_basis
+
+    rng = np.random.default_rng(n)
+    x = rng.standard_normal((n, dim)) * np.linspace(3.0, 0.5, dim)
+    z = (x - x.mean(0)) / x.std(0)
+    basis = principal_basis(z, 16)
+    _, vecs = torch.linalg.eigh(torch.mm(torch.from_numpy(z).t(), torch.from_numpy(z)))
+    ref = vecs[:, -16:].flip(1).numpy()
+    ref *= np.where(ref[np.abs(ref).argmax(0), np.arange(16)] < 0, -1.0, 1.0)
+    assert basis.shape == (dim, 16) and basis.dtype == np.float32
+    np.testing.assert_allclose(basis, ref, atol=1e-6)
+    np.testing.assert_allclose(basis.T @ basis, np.eye(16), atol=1e-5)
