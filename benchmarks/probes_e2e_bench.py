@@ -4,16 +4,19 @@ For each probe (ecg, echo, concat, fused at fusion_dim 256, and fused at fusion_
 it runs, in fresh processes, 1 thread (torch, BLAS and OpenMP), on one pooled manifest
 (``max_clips`` 1, the default cohort geometry):
 
-* **ours**: every stage command of ``dvc.yaml`` that belongs to the probe (the ``train``,
-  ``evaluate`` and ``missing_modality`` commands, expanded as DVC expands ``foreach``, in
-  file order), each as its own process with the ``rightsize`` console script, exactly as
+* **ours**: every stage command of ``dvc.yaml`` that belongs to the probe (its ``train``
+  command, which also evaluates and runs the missing-modality test; an older revision's
+  ``evaluate`` and ``missing_modality`` commands too; expanded as DVC expands ``foreach``,
+  in file order), each as its own process with the ``rightsize`` console script, exactly as
   ``dvc repro`` runs them; the probe's time is the sum of its processes' wall times;
 * **before** (``--before REV``, optional): the same for the ``dvc.yaml`` and ``src/`` of git
   revision REV (exported with ``git archive`` to a temporary folder, run with that
   ``src`` first on ``PYTHONPATH``);
 * **calibration**: ``naive_probes.py`` (textbook forward, tutorial loop, 2,000-resample
   scikit-learn bootstrap loop) as one whole process per probe: import, manifest load,
-  train, evaluate. A fixed workload that changes with none of rightsize's stage code.
+  train, evaluate. Its model, training loop and bootstrap are its own; it shares
+  rightsize's manifest reader, input moments/PCA and model construction, so a change
+  there moves both sides alike (the PCA's smaller-Gram path, for one, made it faster too).
 
 Contenders are interleaved (ours, before, calibration; repeated ``--runs`` times) and the
 fastest run of each is reported with every run's seconds. One extra, untimed-for-the-ratio

@@ -145,8 +145,10 @@ def readme_section(md: str) -> str:
             parts.append("#" + chunk.strip())
     return "\n".join([
         "## Probes end to end (as `dvc repro` runs them)", "",
-        "`probes_e2e_bench.py` runs each probe's stage commands from `dvc.yaml` (train, "
-        "evaluate, missing-modality), each a fresh `rightsize` process as DVC runs it, "
+        "`probes_e2e_bench.py` runs each probe's stage commands from `dvc.yaml` (now one "
+        "`train` command per probe, which also evaluates and runs the missing-modality test; "
+        "older revisions also had evaluate and missing-modality stages), each a fresh "
+        "`rightsize` process as DVC runs it, "
         "against the calibration workload `naive_probes.py` (the textbook model and "
         "tutorial loop of the section below, as one whole process per probe), interleaved in "
         "one run, 1 thread, pooled manifest; `--before REV` adds the same stages of an "
