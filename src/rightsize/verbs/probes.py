@@ -58,38 +58,36 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                         "the `rightsize missing-modality` JSON here ('-' prints it on stdout)")
     p.set_defaults(func=run_train)
 
-    p = sub.add_parser(
-        "evaluate", parents=[common], formatter_class=raw,
-        help="test MAE and AUROC of a trained probe, with bootstrap CIs",
-        description=(
-            "Load the checkpoint in --model, predict the test split and write MAE (LVEF) and\n"
-            "AUROC (EF<=40) with percentile bootstrap intervals (params `evaluate` block),\n"
-            "plus the train-mean baseline, parameter count, checkpoint bytes, wall clock,\n"
-            "peak RSS and hardware stamp, to --json."),
-        epilog=("example:\n  rightsize evaluate fused --params params.yaml "
-                "--manifest data/manifest.parquet \\\n    --model models/fused "
-                "--json metrics/eval/fused.json"))
-    _common(p)
-    p.add_argument("--model", required=True, help="model directory written by `train`")
-    p.add_argument("--json", required=True,
-                   help="metrics JSON to write ('-' prints it on stdout)")
-    p.set_defaults(func=run_evaluate)
+    _model_verb(sub, common, "evaluate", run_evaluate, "metrics/eval/fused.json",
+                summary="test MAE and AUROC of a trained probe, with bootstrap CIs",
+                description=(
+                    "Load the checkpoint in --model, predict the test split and write MAE\n"
+                    "(LVEF) and AUROC (EF<=40) with percentile bootstrap intervals (params\n"
+                    "`evaluate` block), plus the train-mean baseline, parameter count,\n"
+                    "checkpoint bytes, wall clock, peak RSS and hardware stamp, to --json."))
+    _model_verb(sub, common, "missing-modality", run_missing, "metrics/missing/fused.json",
+                summary="score a trained probe with the echo or the ECG taken away",
+                description=(
+                    "On test rows that have both modalities, score the probe as is, with the\n"
+                    "echo absent and with the ECG absent (inputs zeroed and masked); paired\n"
+                    "bootstrap with evaluate.n_bootstrap_missing resamples."))
 
+
+def _model_verb(sub: argparse._SubParsersAction, common: argparse.ArgumentParser, name: str,
+                func: Callable[[argparse.Namespace], int], example_json: str, summary: str,
+                description: str) -> None:
+    """A verb that reads a saved probe (--model) and writes one JSON (--json)."""
     p = sub.add_parser(
-        "missing-modality", parents=[common], formatter_class=raw,
-        help="score a trained probe with the echo or the ECG taken away",
-        description=(
-            "On test rows that have both modalities, score the probe as is, with the echo\n"
-            "absent and with the ECG absent (inputs zeroed and masked); paired bootstrap\n"
-            "with evaluate.n_bootstrap_missing resamples."),
-        epilog=("example:\n  rightsize missing-modality fused --params params.yaml "
+        name, parents=[common], formatter_class=argparse.RawDescriptionHelpFormatter,
+        help=summary, description=description,
+        epilog=(f"example:\n  rightsize {name} fused --params params.yaml "
                 "--manifest data/manifest.parquet \\\n    --model models/fused "
-                "--json metrics/missing/fused.json"))
+                f"--json {example_json}"))
     _common(p)
     p.add_argument("--model", required=True, help="model directory written by `train`")
     p.add_argument("--json", required=True,
                    help="metrics JSON to write ('-' prints it on stdout)")
-    p.set_defaults(func=run_missing)
+    p.set_defaults(func=func)
 
 
 def _setup(args: argparse.Namespace) -> tuple[Any, str]:
