@@ -147,6 +147,12 @@ def write_metrics(metrics: Path) -> None:
                    "auroc_lo": 0.74 - 0.03 * j, "auroc_hi": 0.86 - 0.03 * j, "n_bootstrap": 1000}
     (metrics / "missing").mkdir(exist_ok=True)
     (metrics / "missing" / "fused.json").write_text(json.dumps(mm))
+    # concat: a little worse everywhere; ecg: unchanged without the echo
+    concat = {k: {**v, "mae": v["mae"] + 0.25} for k, v in mm.items()}
+    (metrics / "missing" / "concat.json").write_text(json.dumps(concat))
+    ecg = {k: {"mae": 9.1 if k != "ecg_absent" else 9.8, "mae_lo": 8.6, "mae_hi": 10.3}
+           for k in mm}
+    (metrics / "missing" / "ecg.json").write_text(json.dumps(ecg))
     n = 1208
     footprint = {
         "manifest_bytes": 36_100_000,

@@ -114,6 +114,11 @@ def test_probe_sections(full_build):
         assert re.search(rf"^\| {name} \| \d+\.\d+ ± [\d.]+ \(3\) \| 0\.\d+ ± 0\.0100 \(3\) "
                          rf"\| \d+\.\d+ \[\d+\.\d+, \d+\.\d+\] \| 0\.\d+ \[", probes, re.M), name
     assert "| echo absent |" in probes and "| both modalities |" in probes
+    # every probe with a missing-modality file, one row each, in train.probes order
+    by_probe = probes.split("| probe | both modalities | echo absent | ECG absent |", 1)[1]
+    rows = re.findall(r"^\| (\w+) \| ([\d.]+) \[", by_probe, re.M)[:3]
+    assert [r[0] for r in rows] == ["ecg", "concat", "fused"]
+    assert "| ecg | 9.10 [8.60, 10.3] | 9.10 [8.60, 10.3] | 9.80 [8.60, 10.3] |" in by_probe
     assert f"| all probes |   |   | {fmt.seconds(sum(t + e for t, e, _, _ in PROBES.values()))}" \
         in probes
     assert "| 8 (configured) |" in probes

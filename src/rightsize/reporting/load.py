@@ -54,7 +54,7 @@ class ReportInputs:
     probe_telemetry: dict[str, Source]
     evals: dict[str, Source]
     curves: dict[str, Source]
-    missing_modality: Source
+    missing: dict[str, Source]   # metrics/missing/<probe>.json
     footprint: Source
     sizing: Source
     cohort: Source
@@ -63,11 +63,12 @@ class ReportInputs:
     def statuses(self) -> dict[str, str]:
         """``{display path: status}`` for every file looked at."""
         out: dict[str, str] = {}
-        groups = (self.telemetry, self.val_csv, self.probe_telemetry, self.evals, self.curves)
+        groups = (self.telemetry, self.val_csv, self.probe_telemetry, self.evals, self.curves,
+                  self.missing)
         for group in groups:
             for src in group.values():
                 out[str(src.path)] = src.status
-        for src in (self.missing_modality, self.footprint, self.sizing, self.cohort, self.seeds):
+        for src in (self.footprint, self.sizing, self.cohort, self.seeds):
             if src is not None:
                 out[str(src.path)] = src.status
         return out
@@ -180,7 +181,7 @@ def load_inputs(metrics_dir: Path, runs: tuple[str, ...] | None, probes: tuple[s
         probe_telemetry={p: js(f"telemetry/probe_{p}.json") for p in probes},
         evals={p: js(f"eval/{p}.json") for p in probes},
         curves={p: tab(f"curves/{p}.csv") for p in probes},
-        missing_modality=js("missing/fused.json"),
+        missing={p: js(f"missing/{p}.json") for p in probes},
         footprint=js("footprint.json"),
         sizing=js("sizing.json"),
         cohort=js("cohort.json"),

@@ -26,7 +26,7 @@ def probe_sections(inputs: ReportInputs) -> list[Block]:
     blocks += metrics_blocks(inputs)
     blocks += curve_blocks(inputs)
     blocks += patience_blocks(inputs)
-    blocks += missing_modality_blocks(inputs.missing_modality)
+    blocks += missing_modality_blocks(inputs)
     blocks += wall_clock_blocks(inputs)
     blocks += footprint_blocks(inputs.footprint, inputs.cohort)
     blocks += probe_telemetry_blocks(inputs)
@@ -122,11 +122,19 @@ def curve_blocks(inputs: ReportInputs) -> list[Block]:
     return blocks
 
 
-def missing_modality_blocks(src: Source) -> list[Block]:
-    """The fused probe with one modality removed at test time."""
-    blocks: list[Block] = [Heading("Missing modality (fused probe)", 3, "missing-modality")]
-    if not src.ok:
-        return blocks + [Note(f"{src.note()} (dvc repro train@fused).")]
+def missing_modality_blocks(inputs: ReportInputs) -> list[Block]:
+    """The fused probe with one modality removed at test time, then every probe's MAE."""
+    blocks: list[Block] = [Heading("Missing modality", 3, "missing-modality")]
+    src = inputs.missing.get("fused")
+    if src is None or not src.ok:
+        note = src.note() if src is not None else "Not run: fused is not in train.probes"
+        blocks.append(Note(f"{note} (dvc repro train@fused)."))
+    else:
+        blocks += _fused_missing(src)
+    return blocks + _missing_by_probe(inputs)
+
+
+def _fused_missing(src: Source) -> list[Block]:
     rows, mae, auc = [], [], []
     for key, label in MODALITY_ROWS:
         d = get(src.data, key)
@@ -138,14 +146,35 @@ def missing_modality_blocks(src: Source) -> list[Block]:
                      fmt.integer(num(d, "n_bootstrap"))])
         mae.append((label, num(d, "mae"), num(d, "mae_lo"), num(d, "mae_hi")))
         auc.append((label, num(d, "auroc"), num(d, "auroc_lo"), num(d, "auroc_hi")))
-    blocks.append(table(["condition", "test MAE [95 % CI]", "test AUROC [95 % CI]",
-                         "bootstrap resamples"], rows))
+    blocks: list[Block] = [table(["condition", "test MAE [95 % CI]", "test AUROC [95 % CI]",
+                                  "bootstrap resamples"], rows)]
     fig = figures.intervals("missing_modality", "Fused probe with a modality missing",
                             [("test MAE (label units)", mae), ("test AUROC (unitless)", auc)],
                             "The fused probe evaluated with both, or only one, modality.")
     if fig:
         blocks.append(fig)
     return blocks
+
+
+def _missing_by_probe(inputs: ReportInputs) -> list[Block]:
+    """Test MAE [95 % CI] of every probe under each condition (same rows, paired resamples)."""
+    rows = []
+    for p in inputs.probes:
+        src = inputs.missing.get(p)
+        if src is None or not src.ok:
+            continue
+        cells = []
+        for key, _ in MODALITY_ROWS:
+            d = get(src.data, key)
+            cells.append(fmt.ci(num(d, "mae"), num(d, "mae_lo"), num(d, "mae_hi"))
+                         if isinstance(d, dict) else fmt.DASH)
+        rows.append([p, *cells])
+    if not rows:
+        return []
+    return [Para("Every probe on the same test rows (both modalities present in the data), "
+                 "test MAE [95 % CI]: a one-modality probe without its modality predicts "
+                 "from the mean-imputed input, and is unchanged without the other one."),
+            table(["probe", *(label for _, label in MODALITY_ROWS)], rows)]
 
 
 def wall_clock_blocks(inputs: ReportInputs) -> list[Block]:
