@@ -60,7 +60,7 @@ def test_training_is_bit_identical_under_blas_kernels_and_thread_counts(probe):
         assert res == results[0], f"{probe} differs under {env}"
 
 
-# The ECG probe is scikit-learn (Ridge, LogisticRegression) on numpy/scipy: its fits do call
+# The ECG probe's ridge and logistic fits are numpy linear algebra: they do call
 # OpenBLAS, so the `rightsize` command pins OpenBLAS's kernel set before numpy loads
 # (rightsize.blas_kernel). Sandybridge kernels gave other weights than the default here
 # before the pin.

@@ -81,7 +81,7 @@ class Probe:
         """``(lvef_percent, ef_le_40_score)``, both (m,) float64.
 
         Torch probes score EF<=40 with the negated LVEF prediction; the ECG probe with its
-        LogisticRegression logit.
+        logistic-regression logit.
         """
         if self.is_torch:
             lvef = self.std.inverse(predict_z(self.model, data, self.device))

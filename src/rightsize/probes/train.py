@@ -8,7 +8,7 @@ the train-standardized LVEF; the epoch with the lowest validation MSE is kept. S
 stay on the device and are read once per epoch; each step's wall time is recorded as it
 happens, for the event log.
 
-The ``ecg`` probe is closed-form (Ridge + LogisticRegression): one "epoch".
+The ``ecg`` probe is ridge + L2 logistic regression (:mod:`rightsize.probes.glm`): one "epoch".
 """
 
 from __future__ import annotations
