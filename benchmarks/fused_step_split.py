@@ -1,0 +1,141 @@
+"""Where one training step of the fused probe goes: forward + backward, products, optimizer.
+
+Runs the engine's own fit (:func:`rightsize.probes.train.train_probe`, one seed, 1 thread)
+on a pooled manifest and times, per step, the hand-written forward + backward
+(``CrossAttnFusedProbe.loss_backward``) and the optimizer (``FusedAdamW.step``), and inside
+the former every matrix product that goes through :mod:`rightsize.probes.gemm` (by operand
+shapes, with its GFLOP/s). Timing wrappers add ~1 us per product; a first fit warms up,
+the second is measured. Prints a markdown report::
+
+    python benchmarks/fused_step_split.py --fusion-dim 1024          # ~1 min
+    python benchmarks/fused_step_split.py --fusion-dim 256 --epochs 20
+
+The manifest is the e2e benchmark's (``probes_bench.py --child manifest``: 1,208 subjects,
+one pooled clip each, 1024-d echo, 768-d ECG) unless ``--manifest`` names one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import dataclasses
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(REPO / "src"))
+
+
+def measure(manifest: str, fusion_dim: int, epochs: int) -> dict[str, Any]:
+    """Per-step seconds of forward+backward, optimizer, and products by shape."""
+    import torch
+
+    import rightsize.probes.fused as fused
+    import rightsize.probes.fused_step as step_mod
+    from rightsize.cohort.arrays import load_arrays
+    from rightsize.params import load_block
+    from rightsize.probes.adamw import FusedAdamW
+    from rightsize.probes.config import TrainConfig
+    from rightsize.probes.train import train_probe
+
+    torch.set_num_threads(1)
+    cfg = load_block(str(REPO / "params.yaml"), "train", TrainConfig)
+    sub = dataclasses.replace(cfg.fused, epochs=epochs, fusion_dim=fusion_dim)
+    cfg = dataclasses.replace(cfg, threads=1, seeds=1, fused=sub)
+    arrays = load_arrays(manifest)
+    clock: dict[str, float] = collections.defaultdict(float)
+    products: dict[tuple, list[float]] = collections.defaultdict(lambda: [0.0, 0, 0.0])
+
+    def timed(fn: Any, bucket: str) -> Any:
+        def wrapper(*args: Any, **kw: Any) -> Any:
+            t0 = time.perf_counter()
+            out = fn(*args, **kw)
+            clock[bucket] += time.perf_counter() - t0
+            clock[bucket + " calls"] += 1
+            return out
+        return wrapper
+
+    def timed_product(fn: Any, name: str) -> Any:
+        def wrapper(a: Any, b: Any, *rest: Any, **kw: Any) -> Any:
+            t0 = time.perf_counter()
+            out = fn(a, b, *rest, **kw)
+            dt = time.perf_counter() - t0
+            m, k = a.shape
+            n = b.shape[1] if name == "mm" else b.shape[0]
+            row = products[(name, m, k, n, "out" if kw.get("out") is not None else "")]
+            row[0] += dt
+            row[1] += 1
+            row[2] += 2.0 * m * k * n
+            return out
+        return wrapper
+
+    orig = (FusedAdamW.step, fused.CrossAttnFusedProbe.loss_backward, step_mod.mm,
+            step_mod.linear)
+    train_probe("fused", arrays, cfg)                                   # warm-up fit
+    FusedAdamW.step = timed(orig[0], "optimizer")                       # type: ignore
+    fused.CrossAttnFusedProbe.loss_backward = timed(orig[1], "forward+backward")
+    step_mod.mm, step_mod.linear = timed_product(orig[2], "mm"), timed_product(orig[3], "linear")
+    try:
+        t0 = time.perf_counter()
+        fit = train_probe("fused", arrays, cfg)
+        fit_s = time.perf_counter() - t0
+    finally:
+        (FusedAdamW.step, fused.CrossAttnFusedProbe.loss_backward, step_mod.mm,
+         step_mod.linear) = orig
+    steps = clock["optimizer calls"]
+    return {"fusion_dim": fusion_dim, "epochs": epochs, "steps": int(steps), "fit_s": fit_s,
+            "params": sum(p.numel() for p in fit.probe.model.parameters()),
+            "fwd_bwd_ms": 1e3 * clock["forward+backward"] / steps,
+            "optimizer_ms": 1e3 * clock["optimizer"] / steps,
+            "products": sorted(((key, 1e3 * v[0] / steps, v[1] / steps, v[2] / v[0] / 1e9)
+                                for key, v in products.items()), key=lambda r: -r[1])}
+
+
+def render(res: dict[str, Any], info: dict[str, str], top: int) -> str:
+    """The markdown report."""
+    prod_ms = sum(r[1] for r in res["products"])
+    lines = [f"# Fused probe step at fusion_dim {res['fusion_dim']}", "",
+             *(f"- {k}: {v}" for k, v in info.items()), "",
+             f"Fit of {res['epochs']} epochs: {res['fit_s']:.2f} s, {res['steps']} steps, "
+             f"{res['params']:,} parameters.", "",
+             "| per step | ms |", "|---|---:|",
+             f"| forward + hand-written backward | {res['fwd_bwd_ms']:.2f} |",
+             f"| of which matrix products (rightsize.probes.gemm) | {prod_ms:.2f} |",
+             f"| optimizer (FusedAdamW, one fused pass) | {res['optimizer_ms']:.2f} |", "",
+             "| product | shape (m x k @ k x n) | out= | calls/step | ms/step | GFLOP/s |",
+             "|---|---|---|---:|---:|---:|"]
+    for (name, m, k, n, out), ms, calls, gflops in res["products"][:top]:
+        lines.append(f"| {name} | {m} x {k} @ {k} x {n} | {out or '-'} | {calls:.1f} | "
+                     f"{ms:.3f} | {gflops:.0f} |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    """Measure and print the markdown report."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--fusion-dim", type=int, default=1024)
+    ap.add_argument("--epochs", type=int, default=10)
+    ap.add_argument("--manifest", default=None)
+    ap.add_argument("--top", type=int, default=12)
+    args = ap.parse_args()
+    from _measure import child_json, machine_info, run_process
+
+    with tempfile.TemporaryDirectory(prefix="fused-step-") as tmp:
+        manifest = args.manifest
+        if manifest is None:
+            manifest = str(Path(tmp) / "manifest.parquet")
+            m = run_process([sys.executable, str(HERE / "probes_bench.py"), "--child",
+                             "manifest", manifest, "1", "1208", "1024", "768"], cwd=REPO)
+            child_json(m, "manifest")
+        res = measure(manifest, args.fusion_dim, args.epochs)
+    print(render(res, machine_info(), args.top))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
