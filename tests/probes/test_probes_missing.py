@@ -38,3 +38,16 @@ def test_drop_zeroes_and_masks(cohort):
     no_ecg = test.drop(ecg=True)
     assert not no_ecg.has_ecg.any() and not no_ecg.ecg.any()
     np.testing.assert_array_equal(no_ecg.clip_mask, test.clip_mask)
+
+
+def test_no_paired_test_row_gives_a_note_not_an_error(fits, cohort, eval_cfg):
+    import dataclasses
+
+    from rightsize.probes.missing import NO_PAIRED_ROWS
+
+    no_ecg_in_test = cohort.has_ecg & (cohort.split != 2)
+    arrays = dataclasses.replace(cohort, has_ecg=no_ecg_in_test,
+                                 ecg=cohort.ecg * no_ecg_in_test[:, None])
+    out = missing_modality(fits["fused"][0].probe, arrays, eval_cfg)
+    assert out["n_rows"] == 0 and out["note"] == NO_PAIRED_ROWS
+    assert not set(CONDITIONS) & set(out)

@@ -167,3 +167,16 @@ def test_stamps_differ_only_in_what_applies_to_each_probe(tmp_path):
     ev.write_text(json.dumps(data))
     built = run_report(tmp_path)
     assert "different stamps (numerics.blas differ" in built.md
+
+
+def test_missing_modality_without_paired_test_rows_says_so(tmp_path):
+    write_metrics(tmp_path / "metrics")
+    write_params(tmp_path / "params.yaml")
+    (tmp_path / "metrics/missing/fused.json").write_text(json.dumps(
+        {"probe": "fused", "n_test": 120, "n_rows": 0, "ci": 0.95,
+         "note": "no test row has both echo and ECG: nothing to take away"}))
+    built = run_report(tmp_path)
+    assert built.code == 0, built.stderr
+    section = built.md.split("### Missing modality", 1)[1].split("\n### ", 1)[0]
+    assert "metrics/missing/fused.json: no test row has both echo and ECG" in section
+    assert "| fused |" in section and "| both modalities |" in section   # by-probe table row

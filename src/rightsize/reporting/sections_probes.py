@@ -129,6 +129,8 @@ def missing_modality_blocks(inputs: ReportInputs) -> list[Block]:
     if src is None or not src.ok:
         note = src.note() if src is not None else "Not run: fused is not in train.probes"
         blocks.append(Note(f"{note} (dvc repro train@fused)."))
+    elif get(src.data, "n_rows") == 0:
+        blocks.append(Note(f"{src.path}: {get(src.data, 'note') or 'no paired test rows'}."))
     else:
         blocks += _fused_missing(src)
     return blocks + _missing_by_probe(inputs)

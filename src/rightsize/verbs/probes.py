@@ -294,7 +294,9 @@ def _missing_and_emit(args: argparse.Namespace, target: str, cfg: Any, ecfg: Any
         out = missing_modality(probe, arrays, ecfg)
     _stamp(out, sidecar, time.perf_counter() - start, cfg.threads, device)
     console.emit_json(target, _json_safe(out))
-    for name in CONDITIONS:
+    if not out["n_rows"]:
+        console.warn(f"{args.probe} missing-modality: {out['note']}")
+    for name in CONDITIONS if out["n_rows"] else ():
         m = out[name]
         console.info(f"{args.probe} {name}: MAE {m['mae']:.3f} [{m['mae_lo']:.3f}, "
                      f"{m['mae_hi']:.3f}], AUROC {m['auroc']:.3f}")
