@@ -168,6 +168,8 @@ def run_train(args: argparse.Namespace) -> int:
         console.emit_json(args.metrics, _json_safe(metrics))
     console.info(f"{args.probe}: {sidecar['params']} params, best epoch {fit.best_epoch}/"
                  f"{fit.epochs}, val MAE {fit.val_mae:.3f}, {t_fit.seconds:.1f} s on {device}")
+    if ecfg is not None:
+        _torch_threads(args.probe, cfg.threads)    # training restored torch's own setting
     if args.eval_json:
         _evaluate_and_emit(args, args.out, args.eval_json, cfg, ecfg, arrays, sidecar,
                            fit.probe, device, time.perf_counter())
@@ -255,14 +257,13 @@ def _evaluate_and_emit(args: argparse.Namespace, model_dir: str, target: str, cf
 
     ``wall_clock_s.eval`` counts from ``start``: the whole ``evaluate`` process, or the
     evaluation step of a ``train --eval-json`` process. Either way the probe predicts
-    with torch at ``train.threads`` threads, from the weights as saved, so the model
-    metrics are the same bits.
+    with torch at ``train.threads`` threads (the caller sets them), from the weights as
+    saved, so the model metrics are the same bits.
     """
     from rightsize.probes.checkpoint import checkpoint_bytes
     from rightsize.probes.evaluate import evaluate_probe
     from rightsize.probes.seeds import evaluate_replicas, merge
 
-    _torch_threads(args.probe, cfg.threads)
     with console.task(f"{args.probe}: predict and bootstrap {ecfg.n_bootstrap} resamples"):
         out = evaluate_probe(probe, sidecar, arrays, ecfg)
         merge(out, evaluate_replicas(model_dir, probe, sidecar, arrays, device))
@@ -288,7 +289,6 @@ def _missing_and_emit(args: argparse.Namespace, target: str, cfg: Any, ecfg: Any
     """Score ``probe`` with each modality taken away and write the JSON to ``target``."""
     from rightsize.probes.missing import CONDITIONS, missing_modality
 
-    _torch_threads(args.probe, cfg.threads)
     with console.task(f"{args.probe}: {len(CONDITIONS)} conditions, paired bootstrap "
                       f"{ecfg.n_bootstrap_missing} resamples"):
         out = missing_modality(probe, arrays, ecfg)
