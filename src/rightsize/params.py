@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -107,3 +108,8 @@ def require(ok: bool, key: str, message: str) -> None:
     """Raise ``ParamsError`` naming ``key`` unless ``ok`` (for ``validate`` methods)."""
     if not ok:
         raise ParamsError(f"{key}: {message}")
+
+
+def require_one_of(value: Any, known: Sequence[Any], key: str, what: str) -> None:
+    """``require`` that ``value`` is in ``known``: ``<key>: unknown <what> 'x' (known: a, b)``."""
+    require(value in known, key, f"unknown {what} {value!r} (known: {', '.join(map(str, known))})")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from rightsize.params import require
+from rightsize.params import require, require_one_of
 
 PROBES = ("ecg", "echo", "concat", "fused")
 TORCH_PROBES = ("echo", "concat", "fused")
@@ -115,8 +115,7 @@ class TrainConfig:
     def validate(self, key: str) -> None:
         """Check ranges (message names the dotted key)."""
         for i, name in enumerate(self.probes):
-            require(name in PROBES, f"{key}.probes[{i}]",
-                    f"unknown probe {name!r} (known: {', '.join(PROBES)})")
+            require_one_of(name, PROBES, f"{key}.probes[{i}]", "probe")
         require(self.seeds >= 1, f"{key}.seeds", f"must be an integer >= 1, got {self.seeds}")
         require(self.threads >= 1, f"{key}.threads", f"must be >= 1, got {self.threads}")
         require(self.device in DEVICES, f"{key}.device",

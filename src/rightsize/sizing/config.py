@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 
 from rightsize.errors import ParamsError
-from rightsize.params import require
+from rightsize.params import require, require_one_of
 from rightsize.sizing.units import DTYPE_BYTES
 
 COMPUTE_DTYPES = ("float32", "bfloat16", "float16")
@@ -68,13 +68,9 @@ class EncoderModelConfig:
 
     def validate(self, key: str) -> None:
         """Raise ``ParamsError`` naming ``<key>.<field>`` for a bad value."""
-        from rightsize.sizing.encoders import FAMILIES
+        from rightsize.sizing.encoders import check_family_size
 
-        require(self.family in FAMILIES, f"{key}.family",
-                f"unknown encoder {self.family!r} (known: {', '.join(sorted(FAMILIES))})")
-        sizes = FAMILIES[self.family]
-        require(self.size in sizes, f"{key}.size",
-                f"unknown {self.family} size {self.size!r} (known: {', '.join(sizes)})")
+        check_family_size(self.family, self.size, key)
         require(bool(self.batch_sizes) and all(_positive_int(b) for b in self.batch_sizes),
                 f"{key}.batch_sizes", f"must be positive integers, got {list(self.batch_sizes)}")
         for name in ("crops_per_record", "frames", "resolution"):
@@ -109,8 +105,7 @@ class EncoderBenchConfig:
                 f"must be >= 0, got {self.warmup!r}")
         require(isinstance(self.threads, int) and self.threads >= 0, f"{key}.threads",
                 f"must be >= 0 (0 = all cores), got {self.threads!r}")
-        require(self.compute_dtype in COMPUTE_DTYPES, f"{key}.compute_dtype",
-                f"unknown dtype {self.compute_dtype!r} (known: {', '.join(COMPUTE_DTYPES)})")
+        require_one_of(self.compute_dtype, COMPUTE_DTYPES, f"{key}.compute_dtype", "dtype")
 
 
 @dataclass(frozen=True)
@@ -124,8 +119,7 @@ class ModelSizing:
         """Raise ``ParamsError`` naming ``<key>.<field>`` for a bad value."""
         require(_positive_int(self.layers_kept), f"{key}.layers_kept",
                 f"must be a positive integer, got {self.layers_kept!r}")
-        require(self.keep in KEEP, f"{key}.keep",
-                f"unknown choice {self.keep!r} (known: {', '.join(KEEP)})")
+        require_one_of(self.keep, KEEP, f"{key}.keep", "choice")
 
 
 @dataclass(frozen=True)
@@ -178,8 +172,7 @@ class SizingConfig:
     def validate(self, key: str = "sizing") -> None:
         """Raise ``ParamsError`` naming ``<key>.<field>`` for a bad value."""
         require(bool(self.models), f"{key}.models", "must name at least one model")
-        require(self.dtype in DTYPE_BYTES, f"{key}.dtype",
-                f"unknown dtype {self.dtype!r} (known: {', '.join(sorted(DTYPE_BYTES))})")
+        require_one_of(self.dtype, sorted(DTYPE_BYTES), f"{key}.dtype", "dtype")
         require(PAIRED not in self.scenarios, f"{key}.scenarios.{PAIRED}",
                 "is measured from the manifest; do not set it")
         for name, counts in self.scenarios.items():
@@ -188,12 +181,10 @@ class SizingConfig:
                         f"unknown model (known: {', '.join(self.models)})")
                 require(_positive_int(records), f"{key}.scenarios.{name}.{model}",
                         f"records must be a positive integer, got {records!r}")
-        require(self.ask.scenario == PAIRED or self.ask.scenario in self.scenarios,
-                f"{key}.ask.scenario", f"unknown scenario {self.ask.scenario!r} "
-                f"(known: {', '.join([PAIRED, *self.scenarios])})")
+        require_one_of(self.ask.scenario, [PAIRED, *self.scenarios], f"{key}.ask.scenario",
+                       "scenario")
         for m in self.ask.models:
-            require(m in self.models, f"{key}.ask.models",
-                    f"unknown model {m!r} (known: {', '.join(self.models)})")
+            require_one_of(m, list(self.models), f"{key}.ask.models", "model")
         for name in ("gpus", "cpu_cores_per_gpu"):
             require(_positive_int(getattr(self, name)), f"{key}.{name}",
                     f"must be a positive integer, got {getattr(self, name)!r}")

@@ -110,18 +110,21 @@ class EncoderSpec:
         return (g.frames, CHANNELS, g.resolution, g.resolution)
 
 
+def check_family_size(family: str, size: str, key: str) -> None:
+    """``ParamsError`` naming ``<key>.family`` / ``<key>.size`` and the known options."""
+    from rightsize.params import require_one_of
+
+    require_one_of(family, sorted(FAMILIES), f"{key}.family", "encoder")
+    require_one_of(size, list(FAMILIES[family]), f"{key}.size", f"{family} size")
+
+
 def make_spec(family: str, size: str, geometry: EcgGeometry | VideoGeometry,
               key: str = "encoder_bench") -> EncoderSpec:
     """Look up ``size`` of ``family``; an unknown one raises ``ParamsError`` naming the options."""
     from rightsize.errors import ParamsError
 
-    if family not in FAMILIES:
-        raise ParamsError(f"{key}.family: unknown encoder {family!r} "
-                          f"(known: {', '.join(sorted(FAMILIES))})")
+    check_family_size(family, size, key)
     sizes = FAMILIES[family]
-    if size not in sizes:
-        raise ParamsError(f"{key}.size: unknown {family} size {size!r} "
-                          f"(known: {', '.join(sizes)})")
     want = EcgGeometry if family == "hubert_ecg" else VideoGeometry
     if not isinstance(geometry, want):
         raise ParamsError(f"{key}: {family} needs a {want.__name__}")

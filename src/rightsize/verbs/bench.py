@@ -61,16 +61,14 @@ def _ints(text: str, name: str) -> tuple[int, ...]:
 
 def bench_config_from(args: argparse.Namespace) -> tuple[Any, Any]:
     """The ``encoder_bench`` block with flag overrides, and the chosen model's entry."""
-    from rightsize.params import load_params, parse
+    from rightsize.params import load_params, parse, require_one_of
     from rightsize.sizing.config import EncoderBenchConfig
 
     raw = load_params(args.params)
     if "encoder_bench" not in raw:
         raise ParamsError(f"{args.params}: missing key encoder_bench")
     cfg = parse(EncoderBenchConfig, raw["encoder_bench"], "encoder_bench")
-    if args.model not in cfg.models:
-        raise ParamsError(f"encoder_bench.models: unknown model {args.model!r} "
-                          f"(known: {', '.join(cfg.models)})")
+    require_one_of(args.model, list(cfg.models), "encoder_bench.models", "model")
     model = cfg.models[args.model]
     over: dict[str, Any] = {}
     if args.size is not None:
