@@ -37,16 +37,14 @@ def measure(manifest: str, fusion_dim: int, epochs: int) -> dict[str, Any]:
 
     import rightsize.probes.fused as fused
     import rightsize.probes.fused_step as step_mod
+    from probe_profile import _config
     from rightsize.cohort.arrays import load_arrays
-    from rightsize.params import load_block
     from rightsize.probes.adamw import FusedAdamW
-    from rightsize.probes.config import TrainConfig
     from rightsize.probes.train import train_probe
 
     torch.set_num_threads(1)
-    cfg = load_block(str(REPO / "params.yaml"), "train", TrainConfig)
-    sub = dataclasses.replace(cfg.fused, epochs=epochs, fusion_dim=fusion_dim)
-    cfg = dataclasses.replace(cfg, threads=1, seeds=1, fused=sub)
+    cfg = dataclasses.replace(_config(str(REPO / "params.yaml"), "fused", fusion_dim, 1, epochs),
+                              seeds=1)           # one seed: the step of a single fit
     arrays = load_arrays(manifest)
     clock: dict[str, float] = collections.defaultdict(float)
     products: dict[tuple, list[float]] = collections.defaultdict(lambda: [0.0, 0, 0.0])
