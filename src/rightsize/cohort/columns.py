@@ -67,6 +67,39 @@ def bools(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
     return _bits(arr.buffers()[1], arr.offset, len(arr))
 
 
+def string_codes(column: pa.ChunkedArray | pa.Array, values: tuple[str, ...]) -> np.ndarray:
+    """(n,) int8: the index of each string of ``column`` in ``values``; -1 for others and nulls.
+
+    A string or large-string column is compared byte by byte from its offsets and data
+    buffers (``pyarrow.compute.index_in`` does the same, but importing ``pyarrow.compute``
+    costs ~25 ms of every process that loads a manifest); other types go through
+    ``index_in``.
+    """
+    arr = single(column)
+    n = len(arr)
+    if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
+        import pyarrow.compute as pc
+
+        idx = single(pc.index_in(arr, value_set=pa.array(list(values), pa.string())))
+        return np.where(valid(idx), numbers(idx), -1).astype(np.int8)
+    codes = np.full(n, -1, dtype=np.int8)
+    if n == 0:
+        return codes
+    _, off_buf, data_buf = arr.buffers()
+    off_type = np.int64 if pa.types.is_large_string(arr.type) else np.int32
+    offsets = np.frombuffer(off_buf, dtype=off_type)[arr.offset:arr.offset + n + 1]
+    starts, lengths = offsets[:-1].astype(np.int64), np.diff(offsets)
+    data = np.zeros(0, np.uint8) if data_buf is None else np.frombuffer(data_buf, np.uint8)
+    for code, value in enumerate(values):
+        want = value.encode("utf-8")
+        hit = np.flatnonzero(lengths == len(want))
+        for j, byte in enumerate(want):
+            hit = hit[data[starts[hit] + j] == byte]
+        codes[hit] = code
+    codes[~valid(arr)] = -1
+    return codes
+
+
 def strings(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
     """A string column as a numpy object array of ``str`` (None under nulls)."""
     return np.array(single(column).to_pylist(), dtype=object)

@@ -42,7 +42,7 @@ import pyarrow.parquet as pq
 
 from rightsize.atomic import atomic_path
 from rightsize.cohort.arrays import SPLITS
-from rightsize.cohort.columns import numbers, single, valid
+from rightsize.cohort.columns import numbers, single, string_codes
 from rightsize.errors import DataError, InputError
 
 log = logging.getLogger(__name__)
@@ -204,17 +204,19 @@ def iter_row_groups(pf: pq.ParquetFile) -> Iterator[tuple[int, pa.Table]]:
 
 
 def split_codes(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
-    """Map split strings to int8 codes (index into SPLITS); unknown values become -1."""
-    import pyarrow.compute as pc
-
-    idx = single(pc.index_in(column, value_set=_SPLIT_VALUES))
-    return np.where(valid(idx), numbers(idx), -1).astype(np.int8)
+    """Map split strings to int8 codes (index into SPLITS); unknown values and nulls become -1."""
+    return string_codes(column, SPLITS)
 
 
 def flat_values(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
     """The float values of a fixed-size-list column as one flat numpy array.
 
-    Zero-copy for a single chunk without nulls (``flatten`` honours slicing offsets); null
-    values read as NaN.
+    Zero-copy for a single chunk without nulls; null values read as NaN. A fixed-size list
+    is sliced out of its child array by hand (``flatten`` would do the same, but its first
+    call imports ``pyarrow.compute``, ~25 ms of every process that loads a manifest).
     """
-    return numbers(single(column).flatten())
+    arr = single(column)
+    if not pa.types.is_fixed_size_list(arr.type):
+        return numbers(arr.flatten())
+    size = arr.type.list_size
+    return numbers(arr.values.slice(arr.offset * size, len(arr) * size))
