@@ -5,7 +5,10 @@ on a pooled manifest and times, per step, the hand-written forward + backward
 (``CrossAttnFusedProbe.loss_backward``) and the optimizer (``FusedAdamW.step``), and inside
 the former every matrix product that goes through :mod:`rightsize.probes.gemm` (by operand
 shapes, with its GFLOP/s). Timing wrappers add ~1 us per product; a first fit warms up,
-the second is measured. Prints a markdown report::
+the second is measured. For scale, the same process then times a plain copy of a buffer
+as large as all parameters (``copy_``: one read and one write, best of 20): the memory
+bandwidth the optimizer's pass (parameters, gradients and both moments read, three of them
+written: 7 parameter-sized transfers) competes for. Prints a markdown report::
 
     python benchmarks/fused_step_split.py --fusion-dim 1024          # ~1 min
     python benchmarks/fused_step_split.py --fusion-dim 256 --epochs 20
@@ -86,17 +89,34 @@ def measure(manifest: str, fusion_dim: int, epochs: int) -> dict[str, Any]:
         (FusedAdamW.step, fused.CrossAttnFusedProbe.loss_backward, step_mod.mm,
          step_mod.linear) = orig
     steps = clock["optimizer calls"]
+    n_params = sum(p.numel() for p in fit.probe.model.parameters())
     return {"fusion_dim": fusion_dim, "epochs": epochs, "steps": int(steps), "fit_s": fit_s,
-            "params": sum(p.numel() for p in fit.probe.model.parameters()),
+            "params": n_params, "copy_ms": _copy_ms(n_params),
             "fwd_bwd_ms": 1e3 * clock["forward+backward"] / steps,
             "optimizer_ms": 1e3 * clock["optimizer"] / steps,
             "products": sorted(((key, 1e3 * v[0] / steps, v[1] / steps, v[2] / v[0] / 1e9)
                                 for key, v in products.items()), key=lambda r: -r[1])}
 
 
+def _copy_ms(n: int, repeats: int = 20) -> float:
+    """Best milliseconds of ``dst.copy_(src)`` for ``n`` float32 values (pages touched first)."""
+    import torch
+
+    src, dst = torch.ones(n), torch.zeros(n)
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        dst.copy_(src)
+        best = min(best, time.perf_counter() - t0)
+    return 1e3 * best
+
+
 def render(res: dict[str, Any], info: dict[str, str], top: int) -> str:
     """The markdown report."""
     prod_ms = sum(r[1] for r in res["products"])
+    mb = 4 * res["params"] / 1e6
+    copy_gbs = 2 * mb / res["copy_ms"]
+    adam_gbs = 7 * mb / res["optimizer_ms"]
     lines = [f"# Fused probe step at fusion_dim {res['fusion_dim']}", "",
              *(f"- {k}: {v}" for k, v in info.items()), "",
              f"Fit of {res['epochs']} epochs: {res['fit_s']:.2f} s, {res['steps']} steps, "
@@ -105,6 +125,9 @@ def render(res: dict[str, Any], info: dict[str, str], top: int) -> str:
              f"| forward + hand-written backward | {res['fwd_bwd_ms']:.2f} |",
              f"| of which matrix products (rightsize.probes.gemm) | {prod_ms:.2f} |",
              f"| optimizer (FusedAdamW, one fused pass) | {res['optimizer_ms']:.2f} |", "",
+             f"Memory traffic: a plain copy of {mb:.0f} MB (all parameters, float32) takes "
+             f"{res['copy_ms']:.2f} ms ({copy_gbs:.0f} GB/s counting its read and its write); the "
+             f"optimizer moves 7 x {mb:.0f} MB a step, {adam_gbs:.0f} GB/s at the time above.", "",
              "| product | shape (m x k @ k x n) | out= | calls/step | ms/step | GFLOP/s |",
              "|---|---|---|---:|---:|---:|"]
     for (name, m, k, n, out), ms, calls, gflops in res["products"][:top]:
