@@ -2,7 +2,8 @@
 
 Same architectures and parameters as the engine (:func:`rightsize.probes.models.build_model`
 with the same seed, input moments, PCA basis, target standardization, learning rate, weight
-decay, epochs and best-validation-epoch selection), but the forward pass computed the
+decay, epochs and best-validation-epoch selection; the echo probe, which the engine trains
+in numpy, starts from the numpy engine's initial weights), but the forward pass computed the
 textbook way: the probe is wrapped in :class:`rightsize.probes.reference.ReferenceModel`,
 whose forward is :func:`~rightsize.probes.reference.reference_forward` (inputs normalized
 and projected back to full width, full-width linear layers on every token, null tokens
@@ -104,6 +105,20 @@ def _predict(model: Any, loader: Any) -> np.ndarray:
     return torch.cat(out).double().numpy()
 
 
+def _numpy_echo_init(probe: Any, moments: Any, cfg: Any) -> None:
+    """The engine's echo probe is numpy (:mod:`rightsize.probes.attentive`): start the torch
+    module from the same initial weights it draws for ``cfg.seed``."""
+    import torch
+
+    from rightsize.probes.attentive import init_probe
+
+    init = init_probe(moments, cfg.pca_rank, cfg.seed)[0]
+    with torch.no_grad():
+        for name in ("query.weight", "query.bias", "null", "head.weight", "head.bias"):
+            target = probe.get_parameter(name)
+            target.copy_(torch.from_numpy(getattr(init, name.replace(".", "_"))).view_as(target))
+
+
 def train_torch(name: str, train: Any, val: Any, std: Any, cfg: Any) -> tuple[Any, dict]:
     """Tutorial-style training of torch probe ``name`` computed the textbook way.
 
@@ -116,14 +131,18 @@ def train_torch(name: str, train: Any, val: Any, std: Any, cfg: Any) -> tuple[An
     import torch.nn.functional as F
     from torch.utils.data import DataLoader
 
+    from rightsize.probes.config import arch_of
     from rightsize.probes.data import Moments
-    from rightsize.probes.models import arch_of, build_model
+    from rightsize.probes.models import build_model
     from rightsize.probes.reference import ReferenceModel
 
     torch.manual_seed(cfg.seed)
     arch = arch_of(name, cfg, train.echo.shape[-1], train.ecg.shape[-1])
     probe = build_model(arch)
-    probe.set_moments(Moments.fit(train, cfg.pca_rank, ecg=name != "echo"))
+    moments = Moments.fit(train, cfg.pca_rank, ecg=name != "echo", threads=cfg.threads)
+    probe.set_moments(moments)
+    if name == "echo":
+        _numpy_echo_init(probe, moments, cfg)
     model = ReferenceModel(probe)           # forward = the textbook computation
     p_drop = cfg.fused.modality_dropout if name == "fused" else 0.0
     train_loader = DataLoader(_row_dataset(train, std.forward(train.lvef), p_drop, cfg.seed),

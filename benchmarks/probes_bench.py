@@ -130,8 +130,7 @@ def child_matmul(spec: str) -> dict[str, Any]:
 
     from probe_flops import fit_flops, matmul_gflops, mix_gflops
     from rightsize.params import load_block
-    from rightsize.probes.config import TrainConfig
-    from rightsize.probes.models import arch_of
+    from rightsize.probes.config import TrainConfig, arch_of
 
     req = json.loads(spec)
     cases, shapes = {}, {tuple(s) for s in req.get("shapes", [])}

@@ -34,6 +34,7 @@ TARGETS: tuple[tuple[str, str, str], ...] = (
     ("rightsize.cohort.arrays", "load_columns", "manifest load"),
     ("rightsize.probes.data", "Moments.fit", "input moments + PCA"),
     ("rightsize.probes.models", "build_model", "model build"),
+    ("rightsize.probes.attentive", "init_probe", "model build"),
     ("rightsize.probes.train", "train_probe", "training"),
     ("rightsize.probes.evaluate", "evaluate_probe", "evaluation"),
     ("rightsize.probes.missing", "missing_modality", "missing-modality"),

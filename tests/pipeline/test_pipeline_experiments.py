@@ -18,6 +18,8 @@ from pipeline_helpers import (
     tracked_outs,
 )
 
+from rightsize.probes.checkpoint import weights_name
+
 pytestmark = pytest.mark.slow
 
 
@@ -54,9 +56,10 @@ def test_exp_run_with_new_seed_retrains_every_probe(seed7, built_project, pipeli
     lock = yaml.safe_load((clone_a / "dvc.lock").read_text())["stages"]
     for probe in PROBES:
         assert lock[f"train@{probe}"]["params"]["params.yaml"]["train.seed"] == 7
-    for probe in ("echo", "concat", "fused"):  # torch probes: new init, new weights
-        weights = f"models/{probe}/weights.pt"
-        assert file_digests(clone_a, [weights]) != file_digests(built_project, [weights])
+    for probe in ("echo", "concat", "fused"):  # seeded probes: new init, new weights
+        weights = f"models/{probe}/{weights_name(probe)}"
+        new, old = file_digests(clone_a, [weights]), file_digests(built_project, [weights])
+        assert new and old and new != old, weights
     groups = _exp_groups(clone_a, pipeline_env)
     assert [g["name"] for g in groups] == ["seed7"]
     params = groups[0]["revs"][0]["data"]["params"]["params.yaml"]["data"]

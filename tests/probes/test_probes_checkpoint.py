@@ -65,16 +65,25 @@ def test_load_errors_name_the_file(fits, tmp_path):
         load_checkpoint(tmp_path / "nope")
     with pytest.raises(InputError, match="checkpoint.json"):
         load_checkpoint(tmp_path)
-    fit = fits["echo"][0]
+    fit = fits["concat"][0]
     save_checkpoint(tmp_path, fit.probe, fit.arch, {})
-    with pytest.raises(InputError, match="holds probe 'echo', not 'fused'"):
+    with pytest.raises(InputError, match="holds probe 'concat', not 'fused'"):
         read_sidecar(tmp_path, "fused")
     (tmp_path / "weights.pt").unlink()
     with pytest.raises(InputError, match="weights.pt"):
-        load_checkpoint(tmp_path, "echo")
+        load_checkpoint(tmp_path, "concat")
     (tmp_path / "weights.pt").write_bytes(b"not a torch file")
     with pytest.raises(DataError, match="weights.pt"):
-        load_checkpoint(tmp_path, "echo")
+        load_checkpoint(tmp_path, "concat")
+    echo = fits["echo"][0]                         # numpy probe: weights.npz
+    save_checkpoint(tmp_path / "echo", echo.probe, echo.arch, {})
+    assert not (tmp_path / "echo" / "weights.pt").exists()
+    (tmp_path / "echo" / "weights.npz").unlink()
+    with pytest.raises(InputError, match="weights.npz"):
+        load_checkpoint(tmp_path / "echo", "echo")
+    (tmp_path / "echo" / "weights.npz").write_bytes(b"not a zip file")
+    with pytest.raises(DataError, match="weights.npz"):
+        load_checkpoint(tmp_path / "echo", "echo")
     (tmp_path / SIDECAR).write_text("{not json")
     with pytest.raises(DataError, match="not valid JSON"):
-        load_checkpoint(tmp_path, "echo")
+        load_checkpoint(tmp_path, "concat")

@@ -137,16 +137,17 @@ print(json.dumps({"rc": rc, "modules": sorted(top)}))
 @pytest.mark.parametrize(("probe", "absent_train", "absent_eval"), [
     ("ecg", {"torch", "sklearn", "scipy", "pandas", "pyarrow.compute"},
      {"torch", "sklearn", "scipy", "pandas", "pyarrow.compute"}),
-    ("echo", {"sklearn", "pandas", "pyarrow.compute"}, {"sklearn", "pandas", "pyarrow.compute"}),
+    ("echo", {"torch", "sklearn", "scipy", "pandas", "pyarrow.compute"},
+     {"torch", "sklearn", "scipy", "pandas", "pyarrow.compute"}),
     ("fused", {"sklearn", "pandas", "pyarrow.compute"}, {"sklearn", "pandas", "pyarrow.compute"}),
 ])
 def test_train_and_evaluate_import_only_what_the_probe_uses(work, tmp_path, probe, absent_train,
                                                              absent_eval):
-    """A fresh process: the ECG probe loads neither torch nor scikit-learn, scipy or pandas
-    (its fits are numpy); the torch probes load neither scikit-learn nor pandas (each costs
-    0.2-1 s of every stage's start-up); no probe loads ``pyarrow.compute`` (~25 ms: the
-    manifest's split codes are read from the string buffers). Training includes evaluation and the
-    missing-modality test, as in dvc.yaml."""
+    """A fresh process: the ECG and echo probes load neither torch nor scikit-learn, scipy
+    or pandas (their fits are numpy); the torch probes load neither scikit-learn nor pandas
+    (each costs 0.2-1 s of every stage's start-up); no probe loads ``pyarrow.compute`` (~25
+    ms: the manifest's split codes are read from the string buffers). Training includes
+    evaluation and the missing-modality test, as in dvc.yaml."""
     argv = ["train", probe, "--params", str(work / "params.yaml"), "--manifest",
             str(work / "manifest.parquet"), "--out", str(tmp_path / probe), "-q",
             "--eval-json", str(tmp_path / "e.json"), "--missing-json", str(tmp_path / "m.json")]
@@ -159,7 +160,7 @@ def test_train_and_evaluate_import_only_what_the_probe_uses(work, tmp_path, prob
         doc = json.loads(proc.stdout.strip().splitlines()[-1])
         assert doc["rc"] == 0
         assert not absent & set(doc["modules"]), (args[0], absent & set(doc["modules"]))
-        assert ("torch" in doc["modules"]) == (probe != "ecg")
+        assert ("torch" in doc["modules"]) == (probe == "fused")
 
 
 def test_missing_modality_keys(work):
@@ -218,7 +219,7 @@ def test_unknown_probe_missing_manifest_and_model_exit_2(work, tmp_path, capsys)
 
 @pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="CUDA present")
 def test_cuda_without_a_gpu_is_a_one_line_error(work, tmp_path, capsys):
-    rc = _train(work, "echo", "--device", "cuda")
+    rc = _train(work, "concat", "--device", "cuda")
     assert rc == 2
     assert "CUDA is not available" in capsys.readouterr().err
     assert main(["train", "echo", "--params", str(work / "params.yaml"), "--manifest",

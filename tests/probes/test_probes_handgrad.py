@@ -1,8 +1,8 @@
 """Hand-written training steps equal autograd through the textbook forward.
 
-``loss_backward`` is what the training loop calls: the echo, concat and fused probes
-compute their gradients by hand (``EchoAttnProbe.loss_backward``,
-``ConcatMLPProbe.loss_backward``, :mod:`rightsize.probes.fused_step`).
+``loss_backward`` is what the training loop calls: the concat and fused probes compute
+their gradients by hand (``ConcatMLPProbe.loss_backward``, :mod:`rightsize.probes.fused_step`;
+the numpy echo probe's hand-written gradient is held to autograd in test_probes_attentive).
 Held here, in float64 and in train mode with head dropout on, to autograd of the MSE of
 :func:`reference_forward`, the same random draws, every parameter.
 """
@@ -14,13 +14,12 @@ import torch
 
 from rightsize.probes.fused import CrossAttnFusedProbe
 from rightsize.probes.fused_step import manual_step_applies
-from rightsize.probes.models import ConcatMLPProbe, EchoAttnProbe
+from rightsize.probes.models import ConcatMLPProbe
 from rightsize.probes.reference import reference_forward
 
 from .test_probes_reference import DE, DG, _inputs, _model
 
 MAKERS = {
-    "echo": lambda r: EchoAttnProbe(DE, DG, pca_rank=r),
     "concat": lambda r: ConcatMLPProbe(DE, DG, hidden=16, dropout=0.3, pca_rank=r),
     "fused": lambda r: CrossAttnFusedProbe(DE, DG, fusion_dim=16, heads=4, hidden=16,
                                            dropout=0.3, pca_rank=r),

@@ -2,9 +2,9 @@
 
 A model directory holds the weights and a JSON sidecar:
 
-* torch probes: ``weights.pt``, the ``state_dict`` (CPU tensors) saved with
+* torch probes (concat, fused): ``weights.pt``, the ``state_dict`` (CPU tensors) saved with
   ``torch.save`` and read back with ``torch.load(weights_only=True)``;
-* the ``ecg`` probe: ``weights.npz``, plain arrays read with ``allow_pickle=False``;
+* the numpy probes (ecg, echo): ``weights.npz``, plain arrays read with ``allow_pickle=False``;
 * ``checkpoint.json``: probe name, architecture, training config, parameter count,
   standardization constants, best epoch, validation MAE, train wall clock, peak RSS and
   the hardware stamp. The model is rebuilt from the architecture, then the weights load.
@@ -23,6 +23,8 @@ from typing import Any
 
 from rightsize.atomic import atomic_path, write_json
 from rightsize.errors import DataError, InputError
+from rightsize.probes.attentive import AttentiveEchoProbe
+from rightsize.probes.config import NUMPY_PROBES
 from rightsize.probes.data import Standardizer
 from rightsize.probes.linear import WEIGHTS as NPZ_WEIGHTS
 from rightsize.probes.linear import LinearEcgProbe
@@ -35,7 +37,7 @@ PT_WEIGHTS = "weights.pt"
 
 def weights_name(probe: str) -> str:
     """File name of ``probe``'s weights inside its model directory."""
-    return NPZ_WEIGHTS if probe == "ecg" else PT_WEIGHTS
+    return NPZ_WEIGHTS if probe in NUMPY_PROBES else PT_WEIGHTS
 
 
 def save_checkpoint(out_dir: str | os.PathLike[str], probe: Probe, arch: dict[str, Any],
@@ -48,7 +50,7 @@ def save_checkpoint(out_dir: str | os.PathLike[str], probe: Probe, arch: dict[st
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    stale = out / weights_name("echo" if probe.name == "ecg" else "ecg")
+    stale = out / (PT_WEIGHTS if weights_name(probe.name) == NPZ_WEIGHTS else NPZ_WEIGHTS)
     if stale.exists():
         stale.unlink()
     if probe.is_torch:
@@ -109,6 +111,8 @@ def load_checkpoint(model_dir: str | os.PathLike[str], probe: str | None = None,
         raise InputError(f"{wpath}: weights file not found")
     if name == "ecg":
         return Probe(name, LinearEcgProbe.load(model_dir), std), side
+    if name == "echo":
+        return Probe(name, AttentiveEchoProbe.load(model_dir), std), side
 
     import torch
 

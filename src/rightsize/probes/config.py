@@ -7,11 +7,19 @@ Parsed once at the CLI edge by :func:`rightsize.params.load_block`; bad values r
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from rightsize.params import require, require_one_of
 
 PROBES = ("ecg", "echo", "concat", "fused")
-TORCH_PROBES = ("echo", "concat", "fused")
+NUMPY_PROBES = ("ecg", "echo")       # fitted and run with numpy: no torch in their processes
+TORCH_PROBES = ("concat", "fused")
+
+ARCH_KEYS = {
+    "echo": ("echo_dim", "ecg_dim", "pca_rank"),
+    "concat": ("echo_dim", "ecg_dim", "pca_rank", "hidden", "dropout"),
+    "fused": ("echo_dim", "ecg_dim", "pca_rank", "fusion_dim", "heads", "hidden", "dropout"),
+}
 DEVICES = ("cpu", "cuda", "auto")
 
 
@@ -156,3 +164,13 @@ def check_probe(name: str) -> str:
     if name not in PROBES:
         raise InputError(f"unknown probe {name!r} (known: {', '.join(PROBES)})")
     return name
+
+
+def arch_of(probe: str, cfg: TrainConfig, echo_dim: int, ecg_dim: int) -> dict[str, Any]:
+    """The JSON-able architecture dict of ``probe`` (echo, concat or fused) from ``cfg``."""
+    arch: dict[str, Any] = {"probe": probe, "echo_dim": int(echo_dim), "ecg_dim": int(ecg_dim),
+                            "pca_rank": int(cfg.pca_rank)}
+    sub = getattr(cfg, probe)
+    for key in ARCH_KEYS[probe][3:]:
+        arch[key] = getattr(sub, key)
+    return arch

@@ -123,63 +123,65 @@ class Moments:
     ecg_basis: np.ndarray | None = None    # (ecg_dim, rank) float32
 
     @classmethod
-    def fit(cls, data: SplitData, rank: int = 0, ecg: bool = True) -> Moments:
+    def fit(cls, data: SplitData, rank: int = 0, ecg: bool = True,
+            threads: int | None = None) -> Moments:
         """Moments over present clips / present ECGs (zeros and ones when none present).
 
         ``ecg=False`` skips the ECG (zeros, ones, no basis) for a probe that never reads it.
+        ``threads`` caps numpy's BLAS threads for the principal directions (None: as set).
         """
-        em, es, eb = _moments(data.echo[data.clip_mask], data.echo.shape[-1], rank)
+        em, es, eb = _moments(data.echo[data.clip_mask], data.echo.shape[-1], rank, threads)
         if not ecg:
             dim = data.ecg.shape[-1]
             return cls(em, es, np.zeros(dim, np.float32), np.ones(dim, np.float32), eb, None)
-        gm, gs, gb = _moments(data.ecg[data.has_ecg], data.ecg.shape[-1], rank)
+        gm, gs, gb = _moments(data.ecg[data.has_ecg], data.ecg.shape[-1], rank, threads)
         return cls(em, es, gm, gs, eb, gb)
 
 
-def _moments(x: np.ndarray, dim: int,
-             rank: int) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+def _moments(x: np.ndarray, dim: int, rank: int, threads: int | None
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """Per-feature mean and sd of ``x`` (rows) and its top-``rank`` principal directions.
 
-    Every step is independent of numpy's BLAS (OpenBLAS picks its kernels per CPU, from
-    ``OPENBLAS_CORETYPE`` and its own thread count, outside ``train.threads``): mean and sd
-    are numpy ufunc reductions (no BLAS), and the Gram matrix and its eigenvectors are
-    computed by torch in float64 under the caller's thread setting (:func:`principal_basis`),
-    then rounded once to float32.
+    Mean and sd are numpy ufunc reductions in float64 (no BLAS); the Gram matrix and its
+    eigenvectors go through numpy's BLAS and LAPACK (:func:`principal_basis`), whose kernel
+    set :mod:`rightsize.blas_kernel` pins on x86-64, then are rounded once to float32.
     """
     if x.shape[0] == 0:
         return np.zeros(dim, np.float32), np.ones(dim, np.float32), None
     mean = x.mean(axis=0, dtype=np.float64)
     sd = x.std(axis=0, dtype=np.float64)
     sd = np.where(sd > 1e-8, sd, 1.0)
-    basis = principal_basis((x - mean) / sd, rank) if 0 < rank < dim else None
+    basis = principal_basis((x - mean) / sd, rank, threads) if 0 < rank < dim else None
     return mean.astype(np.float32), sd.astype(np.float32), basis
 
 
-def principal_basis(z: np.ndarray, rank: int) -> np.ndarray:
+def principal_basis(z: np.ndarray, rank: int, threads: int | None = None) -> np.ndarray:
     """Top-``rank`` eigenvectors of ``z^T z`` (``z`` (n, dim) float64), largest first, float32.
 
-    Torch in float64 (``torch.mm`` and ``torch.linalg.eigh``: one library, one fixed
-    reduction order for a given thread count, which the caller sets from ``train.threads``),
-    each vector's sign fixed so its largest-magnitude entry is positive, rounded once.
-    With fewer rows than features (``n < dim``, e.g. one pooled clip per subject) the
-    smaller ``n x n`` matrix ``z z^T`` is decomposed instead and its eigenvectors ``u`` are
-    mapped to ``z^T u / sqrt(lambda)`` (same vectors, same eigenvalues; 0.11 s instead of
-    0.20 s for 800 x 1024 here).
+    numpy in float64 (``matmul`` and ``linalg.eigh``: OpenBLAS with the kernel set
+    :mod:`rightsize.blas_kernel` pins, under ``threadpool_limits(threads)``), each vector's
+    sign fixed so its largest-magnitude entry is positive, rounded once. numpy rather than
+    torch so that a probe without torch (ECG, echo) and the torch probes share one
+    implementation. With fewer rows than features (``n < dim``, e.g. one pooled clip per
+    subject) the smaller ``n x n`` matrix ``z z^T`` is decomposed instead and its
+    eigenvectors ``u`` are mapped to ``z^T u / sqrt(lambda)`` (same vectors, same
+    eigenvalues; ~0.1 s instead of ~0.2 s for 800 x 1024 here).
     """
-    import torch
+    from threadpoolctl import threadpool_limits
 
     n, dim = z.shape
-    zt = torch.from_numpy(np.ascontiguousarray(z, dtype=np.float64))
+    z = np.ascontiguousarray(z, dtype=np.float64)
     top = None
-    if rank < n - 1 < dim:
-        vals, vecs = torch.linalg.eigh(torch.mm(zt, zt.t()))      # ascending eigenvalues
-        lam = vals[-rank:].flip(0)
-        if bool((lam > 1e-9 * vals[-1]).all()):
-            v = torch.mm(zt.t(), vecs[:, -rank:].flip(1))             # (dim, rank)
-            top = (v / torch.linalg.vector_norm(v, dim=0)).numpy()
-    if top is None:
-        _, vecs = torch.linalg.eigh(torch.mm(zt.t(), zt))
-        top = vecs[:, -rank:].flip(1).numpy()                     # (dim, rank), largest first
+    with threadpool_limits(limits=threads):
+        if rank < n - 1 < dim:
+            vals, vecs = np.linalg.eigh(z @ z.T)                    # ascending eigenvalues
+            lam = vals[-rank:][::-1]
+            if bool((lam > 1e-9 * vals[-1]).all()):
+                v = z.T @ np.ascontiguousarray(vecs[:, -rank:][:, ::-1])   # (dim, rank)
+                top = v / np.linalg.norm(v, axis=0)
+        if top is None:
+            _, vecs = np.linalg.eigh(z.T @ z)
+            top = vecs[:, -rank:][:, ::-1]                          # (dim, rank), largest first
     pivot = np.abs(top).argmax(axis=0)
     signs = np.where(top[pivot, np.arange(rank)] < 0, -1.0, 1.0)
     return np.ascontiguousarray(top * signs, dtype=np.float32)

@@ -11,8 +11,10 @@ Each forward pass is split in two (:class:`ProbeModule`): ``encode`` applies the
 buffers (normalization, PCA projection, presence masks) and ``forward_encoded`` the trained
 layers, which read the rank-``pca_rank`` coordinates. The training loop encodes each split
 once and batches the small coordinate tensors; ``forward`` = ``forward_encoded(encode(.))``.
-A training step is ``loss_backward`` (MSE and every ``.grad``), hand-written for all three
-(echo and concat below, fused in :mod:`rightsize.probes.fused_step`); autograd is the fallback.
+A training step is ``loss_backward`` (MSE and every ``.grad``), hand-written for concat
+(below) and fused (:mod:`rightsize.probes.fused_step`); autograd is the fallback. The engine
+trains the echo probe in numpy (:mod:`rightsize.probes.attentive`); :class:`EchoAttnProbe`
+is that model in torch: its test oracle and the calibration workload's echo probe.
 :mod:`rightsize.probes.reference` computes the same functions the textbook way (the
 tests hold the two to each other, outputs and gradients).
 
@@ -27,15 +29,10 @@ from typing import Any
 import torch
 from torch import nn
 
+from rightsize.probes.config import ARCH_KEYS
 from rightsize.probes.data import Moments
 from rightsize.probes.featurenorm import FeatureNorm, masked_mean
 from rightsize.probes.handgrad import gelu_dropout_linear_mse, grad_buffers
-
-ARCH_KEYS = {
-    "echo": ("echo_dim", "ecg_dim", "pca_rank"),
-    "concat": ("echo_dim", "ecg_dim", "pca_rank", "hidden", "dropout"),
-    "fused": ("echo_dim", "ecg_dim", "pca_rank", "fusion_dim", "heads", "hidden", "dropout"),
-}
 
 Batch = dict[str, torch.Tensor]
 
@@ -110,46 +107,6 @@ class EchoAttnProbe(ProbeModule):
         out = nn.functional.linear(pooled, lift(self.head.weight), self.head.bias)
         return (out + w[:, :1] * h_null).squeeze(-1)
 
-    def loss_backward(self, batch: Batch, y: torch.Tensor) -> torch.Tensor:
-        """:meth:`ProbeModule.loss_backward` by hand: ~150 aten ops with views (autograd ~290).
-
-        The head is linear, so each token carries a scalar value ``v_j = head . x_j`` and
-        the prediction is ``sum_j w_j v_j + bias``: the forward needs one ``(b c, r) @ (r, 2)``
-        product for all scores and values. The query bias shifts every score of a row
-        equally and cancels in the softmax: its gradient is exactly 0.
-        """
-        grads = grad_buffers(self)
-        with torch.no_grad():
-            return self._loss_and_grads(batch["echo"], batch["clip_mask"], y, grads)
-
-    def _loss_and_grads(self, echo: torch.Tensor, clip_mask: torch.Tensor, y: torch.Tensor,
-                        gr: dict[str, torch.Tensor]) -> torch.Tensor:
-        b, c = clip_mask.shape
-        flat = (echo * clip_mask.unsqueeze(-1).to(echo.dtype)).view(b * c, -1)  # (b c, r)
-        qh_w = torch.cat([self.query.weight, self.head.weight])                # (2, dim)
-        null = self.null.view(-1)
-        sv_null = torch.mv(qh_w, null)                           # null's score and value
-        sv = torch.mm(flat, self.norm_echo.lift(qh_w).t()).view(b, c, 2)
-        s = torch.cat([sv_null[0].expand(b, 1),
-                       sv[..., 0].masked_fill(~clip_mask, float("-inf"))], dim=1)
-        w = torch.softmax(s, dim=1)                                            # (b, 1+c)
-        v = torch.cat([sv_null[1].expand(b, 1), sv[..., 1]], dim=1)
-        err = (w * v).sum(1) + self.head.bias - y
-        # backward: softmax, then one product for both weights' coordinate gradients
-        d_out = (2.0 / b) * err
-        d_wv = d_out.unsqueeze(1) * w                                          # d value
-        d_s = w * (d_out.unsqueeze(1) * v - (d_wv * v).sum(1, keepdim=True))   # d score
-        d_coords = torch.mm(torch.stack([d_s[:, 1:], d_wv[:, 1:]]).view(2, b * c), flat)
-        d_null_sv = torch.stack([d_s[:, 0].sum(), d_wv[:, 0].sum()])           # (2,)
-        d_qh = self.norm_echo.unlift(d_coords)                                 # (2, dim)
-        d_qh.addr_(d_null_sv, null)
-        gr["query.weight"].copy_(d_qh[:1])
-        gr["head.weight"].copy_(d_qh[1:])
-        torch.mm(d_null_sv.view(1, 2), qh_w, out=gr["null"].view(1, -1))
-        gr["query.bias"].zero_()
-        gr["head.bias"].copy_(d_out.sum().view(1))
-        return (err * err).mean()
-
 
 class ConcatMLPProbe(ProbeModule):
     """MLP on [mean-pooled echo || ECG] (normalized; absent parts are zeros)."""
@@ -210,16 +167,6 @@ class ConcatMLPProbe(ProbeModule):
                                   (self.norm_ecg, x_g, g_w[:, de:])):
                 norm.unlift(d_h.t() @ x, out=cols)
             return loss
-
-
-def arch_of(probe: str, cfg: Any, echo_dim: int, ecg_dim: int) -> dict[str, Any]:
-    """The JSON-able architecture dict of ``probe`` from a :class:`TrainConfig`."""
-    arch: dict[str, Any] = {"probe": probe, "echo_dim": int(echo_dim), "ecg_dim": int(ecg_dim),
-                            "pca_rank": int(cfg.pca_rank)}
-    sub = getattr(cfg, probe)
-    for key in ARCH_KEYS[probe][3:]:
-        arch[key] = getattr(sub, key)
-    return arch
 
 
 def build_model(arch: dict[str, Any]) -> ProbeModule:

@@ -1,9 +1,10 @@
 """A trained probe of any kind behind one interface: LVEF predictions and EF<=40 scores.
 
-:class:`Probe` wraps either a torch module or a :class:`LinearEcgProbe` with the
-train-split target standardization. Predictions always go through :meth:`Probe.predict`
-(fixed batch size, fixed order), so a probe evaluated right after training and the same
-probe reloaded from its checkpoint give bit-identical numbers.
+:class:`Probe` wraps a torch module (concat, fused), a :class:`LinearEcgProbe` or an
+:class:`AttentiveEchoProbe` (numpy) with the train-split target standardization. Predictions
+always go through :meth:`Probe.predict` (fixed batch size, fixed order), so a probe
+evaluated right after training and the same probe reloaded from its checkpoint give
+bit-identical numbers.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from rightsize.probes.attentive import AttentiveEchoProbe
 from rightsize.probes.data import SplitData, Standardizer
 from rightsize.probes.linear import LinearEcgProbe
 
@@ -56,7 +58,8 @@ def predict_z(model: Any, data: SplitData, device: Any = "cpu",
 
 @dataclass
 class Probe:
-    """A trained probe: ``model`` (torch module or LinearEcgProbe) + target standardization."""
+    """A trained probe: ``model`` (torch module, LinearEcgProbe or AttentiveEchoProbe) +
+    target standardization."""
 
     name: str
     model: Any
@@ -65,8 +68,8 @@ class Probe:
 
     @property
     def is_torch(self) -> bool:
-        """True for the echo/concat/fused torch probes."""
-        return not isinstance(self.model, LinearEcgProbe)
+        """True for the concat and fused torch probes (False for the numpy ECG and echo)."""
+        return not isinstance(self.model, (LinearEcgProbe, AttentiveEchoProbe))
 
     @property
     def n_params(self) -> int:
@@ -80,13 +83,16 @@ class Probe:
     def predict(self, data: SplitData) -> tuple[np.ndarray, np.ndarray]:
         """``(lvef_percent, ef_le_40_score)``, both (m,) float64.
 
-        Torch probes score EF<=40 with the negated LVEF prediction; the ECG probe with its
-        logistic-regression logit.
+        The ECG probe scores EF<=40 with its logistic-regression logit; the others with the
+        negated LVEF prediction.
         """
+        if isinstance(self.model, LinearEcgProbe):
+            return self.std.inverse(self.model.predict_z(data)), self.model.ef_score(data)
         if self.is_torch:
             lvef = self.std.inverse(predict_z(self.model, data, self.device))
-            return lvef, -lvef
-        return self.std.inverse(self.model.predict_z(data)), self.model.ef_score(data)
+        else:
+            lvef = self.std.inverse(self.model.predict_z(data))
+        return lvef, -lvef
 
     def mae(self, data: SplitData) -> float:
         """Mean absolute LVEF error (percent) on ``data``."""

@@ -1,4 +1,4 @@
-"""Forward passes of K replicas of the echo or concat probe at once: a leading replica axis.
+"""Forward passes of K replicas of the concat probe at once: a leading replica axis.
 
 Each function computes, for every replica ``k``, the function the probe's own
 ``forward_encoded`` computes (same parameters, same coordinates), with every parameter
@@ -10,7 +10,7 @@ share one module's (``m``). Autograd gives the gradients: one graph whose ops ea
 on all K replicas, instead of K graphs. The tests hold each replica's output and gradients
 to its own probe's in float64. (The fused probe's replicas take its hand-written step in
 turn instead: a stacked autograd version of its forward measured slower, see
-:mod:`rightsize.probes.replicas`.)
+:mod:`rightsize.probes.replicas`; the echo probe is numpy, :mod:`rightsize.probes.attentive`.)
 
 ``drop`` draws the head-dropout keep-masks (``None``: eval mode, no dropout).
 """
@@ -45,39 +45,6 @@ def _masked_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Mean of x (K, B, c, d) over the clips where mask (K, B, c) holds; 0 with none."""
     m = mask.to(x.dtype).unsqueeze(-1)
     return (x * m).sum(2) / m.sum(2).clamp(min=1)
-
-
-def _layer_norm(x: torch.Tensor, P: Params, name: str, eps: float) -> torch.Tensor:
-    w, b = P[f"{name}.weight"], P[f"{name}.bias"]
-    view = (w.shape[0],) + (1,) * (x.dim() - 2) + (w.shape[1],)
-    return F.layer_norm(x, x.shape[-1:], eps=eps) * w.view(view) + b.view(view)
-
-
-def _head(z: torch.Tensor, P: Params, prefix: str, drop: Noise) -> torch.Tensor:
-    """Linear -> GELU -> Dropout -> Linear(1): (K, B, in) -> (K, B)."""
-    a = F.gelu(_linear(z, P[f"{prefix}.0.weight"], P[f"{prefix}.0.bias"]))
-    if drop is not None:
-        a = a * drop(tuple(a.shape))
-    return _linear(a, P[f"{prefix}.3.weight"], P[f"{prefix}.3.bias"]).squeeze(-1)
-
-
-def echo_forward(m: nn.Module, P: Params, echo: torch.Tensor, clip_mask: torch.Tensor,
-                 ecg: torch.Tensor, has_ecg: torch.Tensor, drop: Noise = None) -> torch.Tensor:
-    """:meth:`EchoAttnProbe.forward_encoded` per replica: (K, B)."""
-    k = echo.shape[0]
-    c = echo * clip_mask.unsqueeze(-1).to(echo.dtype)                       # (K, B, c, r)
-    qw, qb, hw, hb = P["query.weight"], P["query.bias"], P["head.weight"], P["head.bias"]
-    null = P["null"].view(k, 1, -1)                                          # (K, 1, dim)
-    s_null = (null * qw).sum(-1) + qb                                        # (K, 1)
-    s_clip = _linear(c, _lift(m.norm_echo, qw), qb).squeeze(-1)              # (K, B, c)
-    b = c.shape[1]
-    score = torch.cat([s_null.view(k, 1, 1).expand(k, b, 1), s_clip], dim=2)
-    ok = torch.cat([torch.ones_like(clip_mask[..., :1]), clip_mask], dim=2)
-    w = torch.softmax(score.masked_fill(~ok, float("-inf")), dim=2)          # (K, B, 1+c)
-    pooled = (w[..., 1:].unsqueeze(-1) * c).sum(2)                           # (K, B, r)
-    h_null = (null * hw).sum(-1)                                             # (K, 1)
-    out = _linear(pooled, _lift(m.norm_echo, hw), hb).squeeze(-1)            # (K, B)
-    return out + w[..., 0] * h_null
 
 
 def concat_forward(m: nn.Module, P: Params, echo: torch.Tensor, clip_mask: torch.Tensor,
@@ -121,4 +88,4 @@ def join_params(name: str, params: Params) -> Params:
     return out
 
 
-FORWARD = {"echo": echo_forward, "concat": concat_forward}
+FORWARD = {"concat": concat_forward}

@@ -1,4 +1,5 @@
-"""Train K replicas of one torch probe together, one per seed, each keeping its best epoch.
+"""Train K replicas of a torch probe (concat, fused) together, one per seed, each keeping its
+best epoch (the numpy echo probe trains its replicas in turn: ``train.fit_echo``).
 
 Replica ``k`` is the probe built under ``torch.manual_seed(seeds[k])`` (the initial weights
 a single run with that seed starts from); its rows are shuffled, and its modality-dropout
@@ -8,10 +9,10 @@ for all replicas; every epoch gathers all replicas' shuffled rows at once, and o
 AdamW call updates every replica's parameters (AdamW is elementwise: each replica's update
 is its own). Two ways to take a step, chosen per probe by measured speed:
 
-* :class:`Stacked` (echo, concat): parameters stacked on a leading replica axis, one
+* :class:`Stacked` (concat): parameters stacked on a leading replica axis, one
   forward (:mod:`rightsize.probes.replica_forward`) and one autograd backward for all
-  replicas: the per-op cost of these small models is paid once per step, not K times
-  (5 echo replicas train in ~2.4x one replica's time, 5 concat in ~3x).
+  replicas: the per-op cost of this small model is paid once per step, not K times
+  (5 concat replicas train in ~3x one replica's time).
 * :class:`Lockstep` (fused): each replica's own hand-written step
   (:mod:`rightsize.probes.fused_step`) in turn, with its own head-dropout random stream.
   The stacked autograd step measured 60 ms for 5 fused replicas against 5 x 7.7 ms for the
@@ -34,9 +35,9 @@ import torch
 
 from rightsize.errors import InputError
 from rightsize.probes.adamw import FusedAdamW
-from rightsize.probes.config import TrainConfig
+from rightsize.probes.config import TrainConfig, arch_of
 from rightsize.probes.data import Moments, SplitData, Standardizer
-from rightsize.probes.models import arch_of, build_model
+from rightsize.probes.models import build_model
 from rightsize.probes.predict import PREDICT_BATCH, Probe, encode_split, predict_encoded_z
 from rightsize.probes.replica_forward import FORWARD, join_params, split_params
 from rightsize.probes.runlog import RunLog
@@ -158,7 +159,7 @@ def fit_replicas(name: str, train: SplitData, val: SplitData, std: Standardizer,
     (curves per epoch, standardized MSE) with ``probe`` holding its best epoch's weights.
     """
     arch = arch_of(name, cfg, train.echo.shape[-1], train.ecg.shape[-1])
-    moments = Moments.fit(train, cfg.pca_rank, ecg=name != "echo")
+    moments = Moments.fit(train, cfg.pca_rank, threads=cfg.threads)
     models, rng_states = [], []
     for s in seeds:
         torch.manual_seed(s)

@@ -3,8 +3,9 @@
 ``train.seeds: K`` trains K replicas of each probe from seeds ``train.seed ...
 train.seed + K - 1`` (:func:`seed_list`). The torch probes train them together
 (:mod:`rightsize.probes.replicas`); with K = 1 the single-model engine
-(:func:`rightsize.probes.train.train_probe`) runs as before. The ECG probe is closed-form and
-does not draw random numbers: its K replicas are one fit (spread exactly 0).
+(:func:`rightsize.probes.train.train_probe`) runs as before. The numpy echo probe trains them
+one after the other (:func:`rightsize.probes.train.fit_echo`, ~0.04 s each). The ECG probe is
+closed-form and does not draw random numbers: its K replicas are one fit (spread exactly 0).
 
 Metrics files carry, beside each seed-0 value, its spread across replicas as scalar keys
 (what ``dvc metrics show`` / ``dvc exp show`` list): ``<metric>_mean``, ``_sd`` (sample
@@ -41,17 +42,19 @@ def train_seeds(name: str, arrays: CohortArrays, cfg: TrainConfig, device: str =
     """
     from rightsize.probes.config import check_probe
     from rightsize.probes.data import Standardizer, split_data
-    from rightsize.probes.train import FitResult, torch_runtime, train_probe
+    from rightsize.probes.train import FitResult, fit_echo, torch_runtime, train_probe
 
     check_probe(name)
     seeds = seed_list(cfg)
     if name == "ecg" or len(seeds) == 1:
         fit = train_probe(name, arrays, cfg, device, runlog)
         return [fit] * len(seeds)
-    from rightsize.probes.replicas import fit_replicas
-
     train, val = split_data(arrays, "train"), split_data(arrays, "val")
     std = Standardizer.fit(train.lvef)
+    if name == "echo":
+        return fit_echo(train, val, std, cfg, seeds, runlog)
+    from rightsize.probes.replicas import fit_replicas
+
     with torch_runtime(cfg.seed, cfg.threads, device):
         reps = fit_replicas(name, train, val, std, cfg, seeds, device, runlog)
     return [FitResult(probe=r["probe"], arch=r["arch"], best_epoch=r["best_epoch"],

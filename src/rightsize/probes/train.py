@@ -9,6 +9,8 @@ stay on the device and are read once per epoch; each step's wall time is recorde
 happens, for the event log.
 
 The ``ecg`` probe is ridge + L2 logistic regression (:mod:`rightsize.probes.glm`): one "epoch".
+The ``echo`` probe trains the same way as the torch probes but in numpy
+(:mod:`rightsize.probes.attentive`): neither probe's process imports torch.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import numpy as np
 
 from rightsize.cohort.arrays import CohortArrays
 from rightsize.errors import InputError
-from rightsize.probes.config import TrainConfig, check_probe
+from rightsize.probes.config import TrainConfig, arch_of, check_probe
 from rightsize.probes.data import Moments, SplitData, Standardizer, split_data
 from rightsize.probes.linear import fit_linear
 from rightsize.probes.predict import Probe, encode_split, predict_encoded_z
@@ -96,6 +98,8 @@ def train_probe(name: str, arrays: CohortArrays, cfg: TrainConfig, device: str =
     std = Standardizer.fit(train.lvef)
     if name == "ecg":
         return _fit_ecg(train, val, std, cfg, runlog)
+    if name == "echo":
+        return fit_echo(train, val, std, cfg, [cfg.seed], runlog)[0]
     with torch_runtime(cfg.seed, cfg.threads, device):
         return _fit_torch(name, train, val, std, cfg, device, runlog)
 
@@ -118,6 +122,33 @@ def _fit_ecg(train: SplitData, val: SplitData, std: Standardizer, cfg: TrainConf
                             "val_logloss_by_C": grid["val_logloss"]})
 
 
+def fit_echo(train: SplitData, val: SplitData, std: Standardizer, cfg: TrainConfig,
+             seeds: list[int], runlog: RunLog | None = None) -> list[FitResult]:
+    """The numpy echo probe, one replica per seed (the input moments fitted once).
+
+    Replica ``k`` repeats a single run with ``train.seed = seeds[k]`` bit for bit; ``runlog``
+    receives replica 0's epochs.
+    """
+    from threadpoolctl import threadpool_limits
+
+    from rightsize.probes.attentive import fit_attentive
+
+    arch = arch_of("echo", cfg, train.echo.shape[-1], train.ecg.shape[-1])
+    moments = Moments.fit(train, cfg.pca_rank, ecg=False, threads=cfg.threads)
+    fits = []
+    with threadpool_limits(limits=cfg.threads):
+        for k, seed in enumerate(seeds):
+            res = fit_attentive(train, val, std, moments, cfg.pca_rank, cfg.echo.epochs,
+                                cfg.batch_size, cfg.lr, cfg.weight_decay, seed,
+                                runlog if k == 0 else None)
+            probe = Probe("echo", res["model"], std)
+            fits.append(FitResult(probe=probe, arch=arch, best_epoch=res["best_epoch"],
+                                  epochs=cfg.echo.epochs, steps=res["steps"],
+                                  train_loss=res["train_loss"], val_loss=res["val_loss"],
+                                  val_mae=probe.mae(val), train_mae=probe.mae(train)))
+    return fits
+
+
 def _modality_dropout(batch: dict[str, Any], p: float, gen: Any) -> dict[str, Any]:
     """Hide echo in a ``p`` fraction of rows and ECG in another (never both)."""
     import torch
@@ -135,11 +166,11 @@ def _fit_torch(name: str, train: SplitData, val: SplitData, std: Standardizer,
     import torch
 
     from rightsize.probes.adamw import FusedAdamW
-    from rightsize.probes.models import arch_of, build_model
+    from rightsize.probes.models import build_model
 
     arch = arch_of(name, cfg, train.echo.shape[-1], train.ecg.shape[-1])
     model = build_model(arch)
-    model.set_moments(Moments.fit(train, cfg.pca_rank, ecg=name != "echo"))  # echo: no ECG
+    model.set_moments(Moments.fit(train, cfg.pca_rank, threads=cfg.threads))
     model.to(device)
     gen = torch.Generator().manual_seed(cfg.seed)
     p_drop = cfg.fused.modality_dropout if name == "fused" else 0.0

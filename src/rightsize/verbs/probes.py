@@ -9,6 +9,7 @@ from typing import Any
 
 from rightsize import console
 from rightsize.errors import InputError
+from rightsize.probes.config import NUMPY_PROBES
 
 _PROBES = "ecg | echo | concat | fused"
 _DEVICES = ("cpu", "cuda", "auto")
@@ -100,7 +101,7 @@ def _setup(args: argparse.Namespace) -> tuple[Any, str]:
     name = args.device or cfg.device
     if name not in _DEVICES:
         raise InputError(f"--device: must be one of {', '.join(_DEVICES)}, got {name!r}")
-    if args.probe == "ecg":
+    if args.probe in NUMPY_PROBES:          # numpy, CPU only: train.device is for torch
         return cfg, "cpu"
     from rightsize.probes.train import resolve_device
 
@@ -195,8 +196,8 @@ def _evaluate_config(args: argparse.Namespace) -> Any:
 
 
 def _torch_threads(probe: str, threads: int) -> None:
-    """Set torch's thread count for a torch probe; the ECG probe never imports torch."""
-    if probe != "ecg":
+    """Set torch's thread count for a torch probe; the numpy probes never import torch."""
+    if probe not in NUMPY_PROBES:
         import torch
 
         torch.set_num_threads(threads)

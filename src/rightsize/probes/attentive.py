@@ -1,0 +1,238 @@
+"""The ``echo`` probe in numpy: attentive pooling over echo clips and a linear head.
+
+The model is :class:`rightsize.probes.models.EchoAttnProbe` (the tests hold this module's
+predictions and gradients to that torch module's autograd): clip embeddings are
+standardized with train-split moments and projected on the top-``pca_rank`` principal
+directions; a learned query scores a learned null token and every present clip, a softmax
+over them pools the clip coordinates, and a linear head reads the pooled vector (and the
+null token's share). 3,074 parameters at echo_dim 1024: the whole fit is ~0.04 s of numpy
+on one core, while starting torch costs ~0.9 s of a probe process, so this probe, like the
+ECG probe, trains and predicts without torch (on the CPU, whatever ``train.device`` says).
+
+Training follows the torch engine: MSE on the train-standardized LVEF, mini-batches of a
+per-epoch permutation, AdamW with torch's update rule (:func:`adamw_step`), the epoch with
+the lowest validation MSE kept. Initial weights are drawn as ``nn.Linear`` draws them
+(uniform in ``+-1/sqrt(echo_dim)``, null token zero), from numpy's generator seeded with
+the replica's seed, which then draws the shuffles: other numbers than torch's generator
+would give, the same distribution. Arrays are float32, as in the torch probes; weights
+save to ``weights.npz`` (plain arrays, no pickle).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rightsize.atomic import atomic_path
+from rightsize.errors import DataError, InputError
+from rightsize.probes.data import Moments, SplitData, Standardizer
+
+WEIGHTS = "weights.npz"
+PARAMS = ("query_weight", "query_bias", "null", "head_weight", "head_bias")
+F32 = np.float32
+
+
+@dataclass(frozen=True)
+class AttentiveEchoProbe:
+    """Buffers and parameters of a fitted echo probe (float32; rank 0 = no PCA basis)."""
+
+    mean: np.ndarray           # (dim,) train-split clip mean
+    inv_sd: np.ndarray         # (dim,) 1 / train-split sd
+    basis: np.ndarray          # (dim, rank) principal directions; (dim, 0) without PCA
+    query_weight: np.ndarray   # (dim,) scores: q . x + b (the bias cancels in the softmax)
+    query_bias: np.ndarray     # (1,)
+    null: np.ndarray           # (dim,) the always-present null token
+    head_weight: np.ndarray    # (dim,)
+    head_bias: np.ndarray      # (1,)
+
+    @property
+    def n_params(self) -> int:
+        """Trainable parameters (buffers excluded), as ``count_params`` of the torch module."""
+        return int(sum(getattr(self, name).size for name in PARAMS))
+
+    def lift(self, w: np.ndarray) -> np.ndarray:
+        """``w B`` (..., rank): weights on the input as weights on the coordinates."""
+        return w @ self.basis if self.basis.shape[1] else w
+
+    def coords(self, data: SplitData) -> tuple[np.ndarray, np.ndarray]:
+        """Masked clip coordinates (m, c, rank) and the clip mask (m, c)."""
+        z = (data.echo - self.mean) * self.inv_sd
+        if self.basis.shape[1]:
+            z = z @ self.basis
+        return z * data.clip_mask[..., None].astype(z.dtype), data.clip_mask
+
+    def forward_coords(self, c: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """Standardized LVEF (m,) from :meth:`coords` output (``c``'s dtype)."""
+        return _scores_values(self, c, mask)[0]
+
+    def predict_z(self, data: SplitData) -> np.ndarray:
+        """Standardized LVEF predictions (m,) float64."""
+        return self.forward_coords(*self.coords(data)).astype(np.float64)
+
+    def save(self, out_dir: str | os.PathLike[str]) -> Path:
+        """Write ``<out_dir>/weights.npz`` atomically (plain arrays, no pickle)."""
+        path = Path(out_dir) / WEIGHTS
+        with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+            np.savez(fh, **{f.name: getattr(self, f.name) for f in fields(self)})
+        return path
+
+    @classmethod
+    def load(cls, out_dir: str | os.PathLike[str]) -> AttentiveEchoProbe:
+        """Read ``<out_dir>/weights.npz`` with ``allow_pickle=False``."""
+        path = Path(out_dir) / WEIGHTS
+        try:
+            with np.load(path, allow_pickle=False) as npz:
+                return cls(**{f.name: npz[f.name] for f in fields(cls)})
+        except (KeyError, ValueError, OSError) as exc:
+            raise DataError(f"{path}: not an echo probe checkpoint ({exc})") from None
+
+
+def _scores_values(m: AttentiveEchoProbe, c: np.ndarray, mask: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Prediction (b,), softmax weights (b, 1+c), token values (b, 1+c), query/head stack.
+
+    The head is linear, so each token carries a scalar value ``v_j = head . x_j`` and the
+    prediction is ``sum_j w_j v_j + bias``: one ``(b c, r) @ (r, 2)`` product gives every
+    score and value. Token 0 is the null token.
+    """
+    b, n_clips, rank = c.shape
+    qh = np.stack([m.query_weight, m.head_weight])                       # (2, dim)
+    sv_null = qh @ m.null                                               # (2,)
+    sv = (c.reshape(b * n_clips, rank) @ m.lift(qh).T).reshape(b, n_clips, 2)
+    s = np.empty((b, 1 + n_clips), c.dtype)
+    s[:, 0] = sv_null[0]
+    s[:, 1:] = np.where(mask, sv[..., 0], -np.inf)
+    s -= s.max(axis=1, keepdims=True)
+    w = np.exp(s)
+    w /= w.sum(axis=1, keepdims=True)
+    v = np.empty_like(w)
+    v[:, 0] = sv_null[1]
+    v[:, 1:] = sv[..., 1]
+    return (w * v).sum(axis=1) + m.head_bias[0], w, v, qh
+
+
+def loss_and_grads(m: AttentiveEchoProbe, c: np.ndarray, mask: np.ndarray, y: np.ndarray
+                   ) -> tuple[float, dict[str, np.ndarray]]:
+    """MSE of :meth:`AttentiveEchoProbe.forward_coords` against ``y`` and every gradient.
+
+    ``c`` are masked coordinates (b, c, rank), float32 in training (float64 in the tests:
+    every array follows ``c``'s dtype). The query bias shifts every score of a row equally
+    and cancels in the softmax: its gradient is exactly 0.
+    """
+    b, n_clips, rank = c.shape
+    pred, w, v, qh = _scores_values(m, c, mask)
+    err = pred - y
+    d_out = (2.0 / b) * err                                             # dtype of c
+    d_wv = d_out[:, None] * w                                           # d value
+    d_s = w * (d_out[:, None] * v - (d_wv * v).sum(axis=1, keepdims=True))   # d score
+    flat = c.reshape(b * n_clips, rank)
+    d_coords = np.stack([d_s[:, 1:], d_wv[:, 1:]]).reshape(2, b * n_clips) @ flat   # (2, r)
+    d_null_sv = np.array([d_s[:, 0].sum(), d_wv[:, 0].sum()], c.dtype)
+    d_qh = (d_coords @ m.basis.T if m.basis.shape[1] else d_coords) + np.outer(d_null_sv, m.null)
+    grads = {"query_weight": d_qh[0], "query_bias": np.zeros(1, c.dtype), "null": d_null_sv @ qh,
+             "head_weight": d_qh[1], "head_bias": np.array([d_out.sum()], c.dtype)}
+    return float(np.mean(err.astype(np.float64) ** 2)), grads
+
+
+@dataclass
+class AdamW:
+    """AdamW moments of a set of named arrays (``torch.optim.AdamW`` defaults)."""
+
+    lr: float
+    weight_decay: float
+    betas: tuple[float, float] = (0.9, 0.999)
+    eps: float = 1e-8
+    step: int = 0
+    exp_avg: dict[str, np.ndarray] | None = None
+    exp_avg_sq: dict[str, np.ndarray] | None = None
+
+
+def adamw_step(opt: AdamW, params: dict[str, np.ndarray], grads: dict[str, np.ndarray]) -> None:
+    """Update ``params`` in place with torch's AdamW rule (decoupled weight decay first)."""
+    if opt.exp_avg is None or opt.exp_avg_sq is None:
+        opt.exp_avg = {k: np.zeros_like(p) for k, p in params.items()}
+        opt.exp_avg_sq = {k: np.zeros_like(p) for k, p in params.items()}
+    opt.step += 1
+    b1, b2 = opt.betas
+    step_size = opt.lr / (1 - b1 ** opt.step)
+    bc2_sqrt = math.sqrt(1 - b2 ** opt.step)
+    for k, p in params.items():
+        g, m, v = grads[k], opt.exp_avg[k], opt.exp_avg_sq[k]
+        p *= F32(1 - opt.lr * opt.weight_decay)
+        m += F32(1 - b1) * (g - m)
+        v *= F32(b2)
+        v += F32(1 - b2) * g * g
+        p -= F32(step_size) * m / (np.sqrt(v) / F32(bc2_sqrt) + F32(opt.eps))
+
+
+def init_probe(moments: Moments, rank: int, seed: int) -> tuple[AttentiveEchoProbe,
+                                                                 np.random.Generator]:
+    """Initial probe for ``seed`` and the generator that goes on to draw its shuffles."""
+    dim = moments.echo_mean.shape[0]
+    basis = moments.echo_basis if rank and moments.echo_basis is not None else None
+    rng = np.random.default_rng(seed)
+    bound = 1.0 / math.sqrt(dim)
+
+    def uniform(n: int) -> np.ndarray:
+        return rng.uniform(-bound, bound, n).astype(F32)
+
+    qw, qb, hw, hb = uniform(dim), uniform(1), uniform(dim), uniform(1)
+    probe = AttentiveEchoProbe(
+        mean=moments.echo_mean.astype(F32), inv_sd=(1.0 / moments.echo_sd.astype(F32)),
+        basis=(np.zeros((dim, 0), F32) if basis is None else basis.astype(F32)),
+        query_weight=qw, query_bias=qb, null=np.zeros(dim, F32), head_weight=hw, head_bias=hb)
+    return probe, rng
+
+
+def fit_attentive(train: SplitData, val: SplitData, std: Standardizer, moments: Moments,
+                  rank: int, epochs: int, batch_size: int, lr: float, weight_decay: float,
+                  seed: int, runlog: Any = None) -> dict[str, Any]:
+    """Train one replica; keep its best-validation epoch.
+
+    Returns ``{"model", "best_epoch", "steps", "train_loss", "val_loss"}`` (per-epoch
+    standardized MSE lists). ``runlog`` (a :class:`~rightsize.probes.runlog.RunLog`)
+    receives every epoch's step losses and wall times.
+    """
+    model, rng = init_probe(moments, rank, seed)
+    c_tr, m_tr = model.coords(train)
+    c_va, m_va = model.coords(val)
+    y = std.forward(train.lvef).astype(F32)
+    y_val = std.forward(val.lvef)
+    params = {k: getattr(model, k).copy() for k in PARAMS}
+    opt = AdamW(lr=lr, weight_decay=weight_decay)
+    n = len(train)
+    best: tuple[float, int, dict[str, np.ndarray] | None] = (math.inf, 0, None)
+    curves: tuple[list[float], list[float]] = ([], [])
+    step = 0
+    for epoch in range(1, epochs + 1):
+        perm = rng.permutation(n)
+        cs, ms, ys = c_tr[perm], m_tr[perm], y[perm]
+        losses, walls = [], []
+        for lo in range(0, n, batch_size):
+            current = replace(model, **params)
+            loss, grads = loss_and_grads(current, cs[lo:lo + batch_size],
+                                         ms[lo:lo + batch_size], ys[lo:lo + batch_size])
+            adamw_step(opt, params, grads)
+            losses.append(loss)
+            walls.append(time.time())
+        sizes = np.minimum(batch_size, n - np.arange(0, n, batch_size))
+        train_loss = float(np.dot(losses, sizes) / n)
+        pred_val = replace(model, **params).forward_coords(c_va, m_va).astype(np.float64)
+        val_loss = float(np.mean((pred_val - y_val) ** 2))
+        curves[0].append(train_loss)
+        curves[1].append(val_loss)
+        if runlog is not None:
+            runlog.epoch(epoch, step + 1, losses, walls, train_loss, val_loss, time.time())
+        step += len(losses)
+        if val_loss < best[0]:
+            best = (val_loss, epoch, {k: p.copy() for k, p in params.items()})
+    if best[2] is None:
+        raise InputError("echo: validation loss was never finite (diverged); lower train.lr")
+    return {"model": replace(model, **best[2]), "best_epoch": best[1], "steps": step,
+            "train_loss": curves[0], "val_loss": curves[1]}
