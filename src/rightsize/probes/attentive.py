@@ -23,17 +23,16 @@ from __future__ import annotations
 import math
 import os
 import time
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from rightsize.atomic import atomic_path
-from rightsize.errors import DataError, InputError
+from rightsize.errors import InputError
 from rightsize.probes.data import Moments, SplitData, Standardizer
+from rightsize.probes.npzfile import load_npz, save_npz
 
-WEIGHTS = "weights.npz"
 PARAMS = ("query_weight", "query_bias", "null", "head_weight", "head_bias")
 F32 = np.float32
 
@@ -77,20 +76,12 @@ class AttentiveEchoProbe:
 
     def save(self, out_dir: str | os.PathLike[str]) -> Path:
         """Write ``<out_dir>/weights.npz`` atomically (plain arrays, no pickle)."""
-        path = Path(out_dir) / WEIGHTS
-        with atomic_path(path) as tmp, open(tmp, "wb") as fh:
-            np.savez(fh, **{f.name: getattr(self, f.name) for f in fields(self)})
-        return path
+        return save_npz(self, out_dir)
 
     @classmethod
     def load(cls, out_dir: str | os.PathLike[str]) -> AttentiveEchoProbe:
         """Read ``<out_dir>/weights.npz`` with ``allow_pickle=False``."""
-        path = Path(out_dir) / WEIGHTS
-        try:
-            with np.load(path, allow_pickle=False) as npz:
-                return cls(**{f.name: npz[f.name] for f in fields(cls)})
-        except (KeyError, ValueError, OSError) as exc:
-            raise DataError(f"{path}: not an echo probe checkpoint ({exc})") from None
+        return load_npz(cls, out_dir, "echo")
 
 
 def _scores_values(m: AttentiveEchoProbe, c: np.ndarray, mask: np.ndarray

@@ -26,8 +26,8 @@ from rightsize.errors import DataError, InputError
 from rightsize.probes.attentive import AttentiveEchoProbe
 from rightsize.probes.config import NUMPY_PROBES
 from rightsize.probes.data import Standardizer
-from rightsize.probes.linear import WEIGHTS as NPZ_WEIGHTS
 from rightsize.probes.linear import LinearEcgProbe
+from rightsize.probes.npzfile import WEIGHTS as NPZ_WEIGHTS
 from rightsize.probes.predict import Probe
 
 FORMAT = 1

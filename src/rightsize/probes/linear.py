@@ -12,18 +12,17 @@ from __future__ import annotations
 
 import logging
 import os
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from rightsize.atomic import atomic_path
 from rightsize.errors import DataError
 from rightsize.probes.config import EcgConfig
 from rightsize.probes.data import SplitData, Standardizer
+from rightsize.probes.npzfile import load_npz, save_npz
 
-WEIGHTS = "weights.npz"
 log = logging.getLogger(__name__)
 
 
@@ -60,20 +59,12 @@ class LinearEcgProbe:
 
     def save(self, out_dir: str | os.PathLike[str]) -> Path:
         """Write ``<out_dir>/weights.npz`` atomically (plain arrays, no pickle)."""
-        path = Path(out_dir) / WEIGHTS
-        with atomic_path(path) as tmp, open(tmp, "wb") as fh:
-            np.savez(fh, **{f.name: getattr(self, f.name) for f in fields(self)})
-        return path
+        return save_npz(self, out_dir)
 
     @classmethod
     def load(cls, out_dir: str | os.PathLike[str]) -> LinearEcgProbe:
         """Read ``<out_dir>/weights.npz`` with ``allow_pickle=False``."""
-        path = Path(out_dir) / WEIGHTS
-        try:
-            with np.load(path, allow_pickle=False) as npz:
-                return cls(**{f.name: npz[f.name] for f in fields(cls)})
-        except (KeyError, ValueError) as exc:
-            raise DataError(f"{path}: not an ecg probe checkpoint ({exc})") from None
+        return load_npz(cls, out_dir, "ecg")
 
 
 def _logloss(labels: np.ndarray, logits: np.ndarray) -> float:
