@@ -10,7 +10,10 @@ Three counts per probe and fit, every clip slot (padding included) counted:
   ``forward_encoded`` per ``PREDICT_BATCH`` chunk. The fused probe forms some products
   once per batch (projection weights composed with the PCA lift, null-token keys and
   values), so its per-row cost depends on the batch size: every count is taken at the
-  batch sizes a fit really uses (full batches and the last, shorter one).
+  batch sizes a fit really uses (full batches and the last, shorter one). The engine
+  trains the echo probe in numpy (:mod:`rightsize.probes.attentive`), which no torch
+  counter sees: its count is taken on the torch twin :class:`EchoAttnProbe` (the same
+  model and products; autograd's step in place of the numpy hand-written one).
 * **baseline, executed**: :class:`rightsize.probes.reference.ReferenceModel` (the same
   parameters computed the textbook way) on raw inputs, training step and forward at
   batch 32, as ``naive_probes.py`` runs it.
