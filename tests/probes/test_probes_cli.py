@@ -228,6 +228,20 @@ def test_cuda_without_a_gpu_is_a_one_line_error(work, tmp_path, capsys):
     assert "--device" in capsys.readouterr().err
 
 
+def test_numpy_probes_run_on_the_cpu_whatever_the_device(work, tmp_path, capsys):
+    """ECG and echo are numpy: ``--device cuda`` is not an error for them, says so, and the
+    stamp records the CPU (concat with the same flag fails on a machine without CUDA)."""
+    for probe in ("ecg", "echo"):
+        out = tmp_path / probe
+        assert main(["train", probe, "--params", str(work / "params.yaml"), "--manifest",
+                     str(work / "manifest.parquet"), "--out", str(out), "--device", "cuda",
+                     "--metrics", str(tmp_path / f"{probe}.json")]) == 0
+        assert f"{probe}: a numpy probe, runs on the CPU" in capsys.readouterr().err
+        doc = json.loads((tmp_path / f"{probe}.json").read_text())
+        assert doc["hardware"]["device"] == "cpu"
+        assert json.loads((out / "checkpoint.json").read_text())["config"]["device"] == "cpu"
+
+
 def test_auto_device_falls_back_to_cpu(work, tmp_path):
     from rightsize.probes.train import resolve_device
 

@@ -102,6 +102,9 @@ def _setup(args: argparse.Namespace) -> tuple[Any, str]:
     if name not in _DEVICES:
         raise InputError(f"--device: must be one of {', '.join(_DEVICES)}, got {name!r}")
     if args.probe in NUMPY_PROBES:          # numpy, CPU only: train.device is for torch
+        if name != "cpu":
+            console.info(f"{args.probe}: a numpy probe, runs on the CPU (device {name!r} "
+                         "applies to the torch probes, concat and fused)")
         return cfg, "cpu"
     from rightsize.probes.train import resolve_device
 
