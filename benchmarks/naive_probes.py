@@ -112,7 +112,7 @@ def _numpy_echo_init(probe: Any, moments: Any, cfg: Any) -> None:
 
     from rightsize.probes.attentive import init_probe
 
-    init = init_probe(moments, cfg.pca_rank, cfg.seed)[0]
+    init = init_probe(moments, cfg.seed)[0]
     with torch.no_grad():
         for name in ("query.weight", "query.bias", "null", "head.weight", "head.bias"):
             target = probe.get_parameter(name)

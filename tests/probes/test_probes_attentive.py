@@ -106,7 +106,7 @@ def test_initial_weights_are_drawn_like_nn_linear(cohort):
     train = split_data(cohort, "train")
     moments = Moments.fit(train, 8, ecg=False)
     dim = train.echo.shape[-1]
-    a, b = init_probe(moments, 8, 0)[0], init_probe(moments, 8, 1)[0]
+    a, b = init_probe(moments, 0)[0], init_probe(moments, 1)[0]
     bound = 1 / np.sqrt(dim)
     for probe in (a, b):
         assert probe.basis.shape == (dim, 8) and not probe.null.any()
@@ -115,7 +115,7 @@ def test_initial_weights_are_drawn_like_nn_linear(cohort):
             assert w.dtype == np.float32 and np.abs(w).max() <= bound
     assert a.n_params == 3 * dim + 2 == EchoAttnProbe(dim, 8).query.weight.numel() * 3 + 2
     assert not np.array_equal(a.query_weight, b.query_weight)
-    np.testing.assert_array_equal(init_probe(moments, 8, 1)[0].head_weight, b.head_weight)
+    np.testing.assert_array_equal(init_probe(moments, 1)[0].head_weight, b.head_weight)
 
 
 def test_replicas_repeat_single_runs_and_learn(cohort):

@@ -59,6 +59,10 @@ class AttentiveEchoProbe:
         """``w B`` (..., rank): weights on the input as weights on the coordinates."""
         return w @ self.basis if self.basis.shape[1] else w
 
+    def unlift(self, g: np.ndarray) -> np.ndarray:
+        """``g B^T`` (..., dim): a gradient for ``lift(w)`` as the gradient for ``w``."""
+        return g @ self.basis.T if self.basis.shape[1] else g
+
     def coords(self, data: SplitData) -> tuple[np.ndarray, np.ndarray]:
         """Masked clip coordinates (m, c, rank) and the clip mask (m, c)."""
         z = (data.echo - self.mean) * self.inv_sd
@@ -125,7 +129,7 @@ def loss_and_grads(m: AttentiveEchoProbe, c: np.ndarray, mask: np.ndarray, y: np
     flat = c.reshape(b * n_clips, rank)
     d_coords = np.stack([d_s[:, 1:], d_wv[:, 1:]]).reshape(2, b * n_clips) @ flat   # (2, r)
     d_null_sv = np.array([d_s[:, 0].sum(), d_wv[:, 0].sum()], c.dtype)
-    d_qh = (d_coords @ m.basis.T if m.basis.shape[1] else d_coords) + np.outer(d_null_sv, m.null)
+    d_qh = m.unlift(d_coords) + np.outer(d_null_sv, m.null)
     grads = {"query_weight": d_qh[0], "query_bias": np.zeros(1, c.dtype), "null": d_null_sv @ qh,
              "head_weight": d_qh[1], "head_bias": np.array([d_out.sum()], c.dtype)}
     return float(np.mean(err.astype(np.float64) ** 2)), grads
@@ -162,11 +166,13 @@ def adamw_step(opt: AdamW, params: dict[str, np.ndarray], grads: dict[str, np.nd
         p -= F32(step_size) * m / (np.sqrt(v) / F32(bc2_sqrt) + F32(opt.eps))
 
 
-def init_probe(moments: Moments, rank: int, seed: int) -> tuple[AttentiveEchoProbe,
-                                                                 np.random.Generator]:
-    """Initial probe for ``seed`` and the generator that goes on to draw its shuffles."""
+def init_probe(moments: Moments, seed: int) -> tuple[AttentiveEchoProbe, np.random.Generator]:
+    """Initial probe for ``seed`` and the generator that goes on to draw its shuffles.
+
+    The PCA basis is ``moments.echo_basis`` (None when ``pca_rank`` is off: no projection).
+    """
     dim = moments.echo_mean.shape[0]
-    basis = moments.echo_basis if rank and moments.echo_basis is not None else None
+    basis = moments.echo_basis
     rng = np.random.default_rng(seed)
     bound = 1.0 / math.sqrt(dim)
 
@@ -182,20 +188,21 @@ def init_probe(moments: Moments, rank: int, seed: int) -> tuple[AttentiveEchoPro
 
 
 def fit_attentive(train: SplitData, val: SplitData, std: Standardizer, moments: Moments,
-                  rank: int, epochs: int, batch_size: int, lr: float, weight_decay: float,
-                  seed: int, runlog: Any = None) -> dict[str, Any]:
+                  epochs: int, batch_size: int, lr: float, weight_decay: float, seed: int,
+                  runlog: Any = None) -> dict[str, Any]:
     """Train one replica; keep its best-validation epoch.
 
     Returns ``{"model", "best_epoch", "steps", "train_loss", "val_loss"}`` (per-epoch
     standardized MSE lists). ``runlog`` (a :class:`~rightsize.probes.runlog.RunLog`)
     receives every epoch's step losses and wall times.
     """
-    model, rng = init_probe(moments, rank, seed)
+    model, rng = init_probe(moments, seed)
     c_tr, m_tr = model.coords(train)
     c_va, m_va = model.coords(val)
     y = std.forward(train.lvef).astype(F32)
     y_val = std.forward(val.lvef)
     params = {k: getattr(model, k).copy() for k in PARAMS}
+    live = replace(model, **params)          # adamw_step updates these arrays in place
     opt = AdamW(lr=lr, weight_decay=weight_decay)
     n = len(train)
     best: tuple[float, int, dict[str, np.ndarray] | None] = (math.inf, 0, None)
@@ -206,15 +213,14 @@ def fit_attentive(train: SplitData, val: SplitData, std: Standardizer, moments: 
         cs, ms, ys = c_tr[perm], m_tr[perm], y[perm]
         losses, walls = [], []
         for lo in range(0, n, batch_size):
-            current = replace(model, **params)
-            loss, grads = loss_and_grads(current, cs[lo:lo + batch_size],
+            loss, grads = loss_and_grads(live, cs[lo:lo + batch_size],
                                          ms[lo:lo + batch_size], ys[lo:lo + batch_size])
             adamw_step(opt, params, grads)
             losses.append(loss)
             walls.append(time.time())
         sizes = np.minimum(batch_size, n - np.arange(0, n, batch_size))
         train_loss = float(np.dot(losses, sizes) / n)
-        pred_val = replace(model, **params).forward_coords(c_va, m_va).astype(np.float64)
+        pred_val = live.forward_coords(c_va, m_va).astype(np.float64)
         val_loss = float(np.mean((pred_val - y_val) ** 2))
         curves[0].append(train_loss)
         curves[1].append(val_loss)

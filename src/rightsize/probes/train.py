@@ -138,9 +138,8 @@ def fit_echo(train: SplitData, val: SplitData, std: Standardizer, cfg: TrainConf
     fits = []
     with threadpool_limits(limits=cfg.threads):
         for k, seed in enumerate(seeds):
-            res = fit_attentive(train, val, std, moments, cfg.pca_rank, cfg.echo.epochs,
-                                cfg.batch_size, cfg.lr, cfg.weight_decay, seed,
-                                runlog if k == 0 else None)
+            res = fit_attentive(train, val, std, moments, cfg.echo.epochs, cfg.batch_size,
+                                cfg.lr, cfg.weight_decay, seed, runlog if k == 0 else None)
             probe = Probe("echo", res["model"], std)
             fits.append(FitResult(probe=probe, arch=arch, best_epoch=res["best_epoch"],
                                   epochs=cfg.echo.epochs, steps=res["steps"],
