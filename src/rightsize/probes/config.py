@@ -13,7 +13,6 @@ from rightsize.params import require, require_one_of
 
 PROBES = ("ecg", "echo", "concat", "fused")
 NUMPY_PROBES = ("ecg", "echo")       # fitted and run with numpy: no torch in their processes
-TORCH_PROBES = ("concat", "fused")
 
 ARCH_KEYS = {
     "echo": ("echo_dim", "ecg_dim", "pca_rank"),

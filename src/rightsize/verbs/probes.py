@@ -9,10 +9,9 @@ from typing import Any
 
 from rightsize import console
 from rightsize.errors import InputError
-from rightsize.probes.config import NUMPY_PROBES
+from rightsize.probes.config import DEVICES, NUMPY_PROBES
 
 _PROBES = "ecg | echo | concat | fused"
-_DEVICES = ("cpu", "cuda", "auto")
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -99,8 +98,8 @@ def _setup(args: argparse.Namespace) -> tuple[Any, str]:
     cfg = load_block(args.params, "train", TrainConfig)  # bad params name their key first
     check_probe(args.probe)
     name = args.device or cfg.device
-    if name not in _DEVICES:
-        raise InputError(f"--device: must be one of {', '.join(_DEVICES)}, got {name!r}")
+    if name not in DEVICES:
+        raise InputError(f"--device: must be one of {', '.join(DEVICES)}, got {name!r}")
     if args.probe in NUMPY_PROBES:          # numpy, CPU only: train.device is for torch
         if name != "cpu":
             console.info(f"{args.probe}: a numpy probe, runs on the CPU (device {name!r} "
@@ -260,9 +259,9 @@ def _evaluate_and_emit(args: argparse.Namespace, model_dir: str, target: str, cf
     """Evaluate ``probe`` (saved in ``model_dir``) and write its metrics JSON to ``target``.
 
     ``wall_clock_s.eval`` counts from ``start``: the whole ``evaluate`` process, or the
-    evaluation step of a ``train --eval-json`` process. Either way the probe predicts
-    with torch at ``train.threads`` threads (the caller sets them), from the weights as
-    saved, so the model metrics are the same bits.
+    evaluation step of a ``train --eval-json`` process. Either way the probe predicts from
+    the weights as saved (a torch probe at ``train.threads`` threads, which the caller sets;
+    a numpy probe with the pinned OpenBLAS kernels), so the model metrics are the same bits.
     """
     from rightsize.probes.checkpoint import checkpoint_bytes
     from rightsize.probes.evaluate import evaluate_probe
