@@ -32,7 +32,7 @@ from torch import nn
 from rightsize.probes.data import Moments
 from rightsize.probes.featurenorm import FeatureNorm, masked_mean
 from rightsize.probes.gemm import linear, mm
-from rightsize.probes.models import Batch, ProbeModule
+from rightsize.probes.models import Batch, ProbeModule, Update
 
 F = nn.functional
 
@@ -177,13 +177,15 @@ class CrossAttnFusedProbe(ProbeModule):
         """(B,) standardized LVEF."""
         return self.fuse_encoded(echo, clip_mask, ecg, has_ecg)[0]
 
-    def loss_backward(self, batch: Batch, y: torch.Tensor) -> torch.Tensor:
-        """:meth:`ProbeModule.loss_backward`, by :mod:`rightsize.probes.fused_step` when the
-        batch is in its coordinate form (PCA on, batch wider than a per-batch product)."""
+    def loss_backward(self, batch: Batch, y: torch.Tensor, update: Update | None = None
+                      ) -> torch.Tensor:
+        """:meth:`ProbeModule.loss_backward`, by :mod:`rightsize.probes.fused_step` (which
+        uses ``update``) when the batch is in its coordinate form (PCA on, batch wider than
+        a per-batch product)."""
         from rightsize.probes.fused_step import fused_loss_backward, manual_step_applies
 
         if manual_step_applies(self, y.shape[0]):
-            return fused_loss_backward(self, **batch, y=y)
+            return fused_loss_backward(self, **batch, y=y, update=update)
         return super().loss_backward(batch, y)
 
     def fuse(self, echo: torch.Tensor, clip_mask: torch.Tensor, ecg: torch.Tensor,

@@ -38,7 +38,16 @@ from rightsize.probes.handgrad import (
     gelu_dropout_linear_mse,
     grad_buffers,
     layer_norm_backward,
+    named_parameters,
 )
+from rightsize.probes.models import Update
+
+# The weight matrices, whose gradients a step with ``update`` hands over as it goes (the
+# attention output weights' from a scratch buffer their per-head products write into)
+OUT_WEIGHTS = ("echo_to_ecg.out.weight", "ecg_to_echo.out.weight")
+HANDED_OVER = frozenset(("head.0.weight", "echo_proj.weight", "ecg_proj.weight", *OUT_WEIGHTS,
+                         *(f"{block}.{w}.weight" for block in ("echo_to_ecg", "ecg_to_echo")
+                           for w in "qkv")))
 
 
 def manual_step_applies(model: CrossAttnFusedProbe, rows: int) -> bool:
@@ -90,8 +99,10 @@ def _out_composite_backward(d_o: torch.Tensor, b_h: torch.Tensor, w_h: torch.Ten
 
 def fused_loss_backward(model: CrossAttnFusedProbe, echo: torch.Tensor,
                         clip_mask: torch.Tensor, ecg: torch.Tensor, has_ecg: torch.Tensor,
-                        y: torch.Tensor) -> torch.Tensor:
-    """MSE of ``model.forward_encoded(...)`` against ``y``; each ``.grad`` set to its gradient.
+                        y: torch.Tensor, update: Update | None = None) -> torch.Tensor:
+    """MSE of ``model.forward_encoded(...)`` against ``y``; each ``.grad`` set to its gradient,
+    or, with ``update``, the weight matrices' (:data:`HANDED_OVER`) handed to
+    ``update(param, grad)`` instead (their ``.grad`` set to None).
 
     Inputs are :meth:`CrossAttnFusedProbe.encode` output (clip coordinates (b, c, r_e),
     ECG coordinates (b, r_g)). Head dropout draws its mask exactly as ``nn.Dropout`` does
@@ -99,16 +110,46 @@ def fused_loss_backward(model: CrossAttnFusedProbe, echo: torch.Tensor,
     on the first call): the weight-gradient products write straight into them, and
     reusing the same memory every step keeps a fresh ``d x d`` buffer's page faults out
     of the loop. Returns the loss (0-d, no graph).
+
+    With ``update`` (the training loop passes ``FusedAdamW.update``) a weight is handed over
+    as soon as its gradient is final and the rest of the pass no longer reads it, right
+    after the backward product that reads it last: the optimizer finds the weight and its
+    fresh gradient in cache, and the gradient goes from the product to the optimizer
+    without a copy into ``.grad``. At fusion_dim 1024 (10.8 M parameters, 43 MB: more than
+    the benchmark machine's L3) that keeps a pass over the weights and two over their
+    gradients out of memory every step. The small parameters' gradients stay in ``.grad``
+    for the optimizer's one ``step()`` after the pass (a call per tensor costs more there).
     """
-    grads = grad_buffers(model)
+    if update is None:
+        grads = grad_buffers(model)
+    else:
+        scratch = model.__dict__.setdefault("_out_weight_grads", {})
+        grads = {**grad_buffers(model, HANDED_OVER), **{
+            n: scratch.setdefault(n, torch.empty_like(p))
+            for n, p in named_parameters(model).items() if n in OUT_WEIGHTS}}
     with torch.no_grad():
-        return _loss_and_grads(model, echo, clip_mask, ecg, has_ecg, y, grads)
+        return _loss_and_grads(model, echo, clip_mask, ecg, has_ecg, y, grads, update)
 
 
 def _loss_and_grads(m: CrossAttnFusedProbe, echo: torch.Tensor, clip_mask: torch.Tensor,
                     ecg: torch.Tensor, has_ecg: torch.Tensor, y: torch.Tensor,
-                    gr: dict[str, torch.Tensor]) -> torch.Tensor:
-    """The loss; each parameter's gradient written into ``gr[name]`` (same shape)."""
+                    gr: dict[str, torch.Tensor], update: Update | None) -> torch.Tensor:
+    """The loss; each parameter's gradient written into ``gr[name]`` (same shape), or those
+    of :data:`HANDED_OVER` handed to ``update``."""
+    params = named_parameters(m) if update is not None else {}
+
+    def hand_over(name: str) -> None:
+        """``gr[name]`` is final and the parameter is read no more in this pass."""
+        if update is not None:
+            update(params[name], gr[name])
+
+    def weight_grad(name: str, a: torch.Tensor, b: torch.Tensor) -> None:
+        """``a @ b`` is the gradient of weight ``name``, which is read no more in this pass."""
+        if update is None:
+            mm(a, b, out=gr[name])
+        else:
+            update(params[name], mm(a, b))
+
     b, c = clip_mask.shape
     e2g, g2e, head = m.echo_to_ecg, m.ecg_to_echo, m.head
     heads, d = e2g.heads, m.echo_proj.out_features
@@ -181,9 +222,9 @@ def _loss_and_grads(m: CrossAttnFusedProbe, echo: torch.Tensor, clip_mask: torch
                                          gr["head.3.bias"])
 
     # ---- backward ------------------------------------------------------------------------
-    mm(d_h1.t(), z, out=gr["head.0.weight"])
-    torch.sum(d_h1, 0, out=gr["head.0.bias"])
     d_z = mm(d_h1, head[0].weight)                                          # (b, 2d)
+    weight_grad("head.0.weight", d_h1.t(), z)
+    torch.sum(d_h1, 0, out=gr["head.0.bias"])
 
     # ECG side: layer norm, output composite, softmax, scores
     d_yg, d_w2, d_b2 = layer_norm_backward(
@@ -197,6 +238,7 @@ def _loss_and_grads(m: CrossAttnFusedProbe, echo: torch.Tensor, clip_mask: torch
     d_o2[:, :r_e + 1] = mm(kappa.t(), d_yg).view(heads, r_e + 1, d)
     d_o2[:, r_e + 1] = gr["ecg_to_echo.out.bias"]
     d_basis2 = _out_composite_backward(d_o2, bo2_h, wo2_h, gr["ecg_to_echo.out.weight"])
+    hand_over("ecg_to_echo.out.weight")
     d_ve = torch.empty_like(v_e)
     d_ve[:r_e] = d_basis2[:r_e]
     d_ve[r_e] = d_basis2[r_e + 1] - d_basis2[r_e]
@@ -231,6 +273,7 @@ def _loss_and_grads(m: CrossAttnFusedProbe, echo: torch.Tensor, clip_mask: torch
     d_o1[:, :r_g + 1] = mm(c_g1.t(), d_u1).view(r_g + 1, heads, d).transpose(0, 1)
     d_o1[:, r_g + 1] = gr["echo_to_ecg.out.bias"]
     d_basis1 = _out_composite_backward(d_o1, bo1_h, wo1_h, gr["echo_to_ecg.out.weight"])
+    hand_over("echo_to_ecg.out.weight")
     d_pv = torch.empty_like(p_v)
     d_pv[:r_g + 1] = d_basis1[:r_g + 1]
     d_pv[r_g + 1] = d_basis1[r_g + 1] - d_basis1[r_g]
@@ -246,28 +289,29 @@ def _loss_and_grads(m: CrossAttnFusedProbe, echo: torch.Tensor, clip_mask: torch
     d_pk = torch.cat([mm(c_g.t(), d_dk), d_pk_r, -d_pk_r])
     gr["echo_to_ecg.k.bias"].zero_()                             # cancels in k_g - k_null
 
-    # q/k/v weights and the token bases (residual streams included)
-    mm(d_pk.t(), x_g, out=gr["echo_to_ecg.k.weight"])
-    mm(d_pv.t(), x_g, out=gr["echo_to_ecg.v.weight"])
-    mm(d_pq.t(), x_g[:r_g + 1], out=gr["ecg_to_echo.q.weight"])
-    mm(d_qe.t(), x_e[:r_e + 1], out=gr["echo_to_ecg.q.weight"])
-    mm(d_ke.t(), x_e, out=gr["ecg_to_echo.k.weight"])
-    mm(d_ve.t(), x_e, out=gr["ecg_to_echo.v.weight"])
+    # q/k/v weights and the token bases (residual streams included): each weight's
+    # gradient right after the product that reads the weight for the last time
     d_xg = mm(d_pk, e2g.k.weight)
+    weight_grad("echo_to_ecg.k.weight", d_pk.t(), x_g)
     d_xg += mm(d_pv, e2g.v.weight)
+    weight_grad("echo_to_ecg.v.weight", d_pv.t(), x_g)
     d_xg[:r_g + 1] += mm(d_pq, g2e.q.weight)
+    weight_grad("ecg_to_echo.q.weight", d_pq.t(), x_g[:r_g + 1])
     d_xg[:r_g] += mm(c_g.t(), d_yg)
     d_xg[r_g] += gr["ecg_to_echo.out.bias"]                  # = d_yg summed over rows
     d_xe = mm(d_ke, g2e.k.weight)
+    weight_grad("ecg_to_echo.k.weight", d_ke.t(), x_e)
     d_xe += mm(d_ve, g2e.v.weight)
+    weight_grad("ecg_to_echo.v.weight", d_ve.t(), x_e)
     d_xe[:r_e + 1] += mm(d_qe, e2g.q.weight)
+    weight_grad("echo_to_ecg.q.weight", d_qe.t(), x_e[:r_e + 1])
     d_xe_r = d_xe[:r_e]
     d_xe_r += mm(c_e.reshape(b * c, r_e).t(), d_ye.reshape(b * c, d))
     d_xe[r_e] += gr["echo_to_ecg.out.bias"]                  # = d_ye summed over rows, clips
-    mm(d_xe[:r_e].t(), m.norm_echo.basis.t(), out=gr["echo_proj.weight"])
+    weight_grad("echo_proj.weight", d_xe[:r_e].t(), m.norm_echo.basis.t())
     gr["echo_proj.bias"].copy_(d_xe[r_e])
     gr["echo_null"].copy_(d_xe[r_e + 1].view(1, 1, d))
-    mm(d_xg[:r_g].t(), m.norm_ecg.basis.t(), out=gr["ecg_proj.weight"])
+    weight_grad("ecg_proj.weight", d_xg[:r_g].t(), m.norm_ecg.basis.t())
     gr["ecg_proj.bias"].copy_(d_xg[r_g])
     gr["ecg_null"].copy_(d_xg[r_g + 1].view(1, 1, d))
     return loss

@@ -24,6 +24,7 @@ threshold of LVEF, so the regression output ranks it directly; AUROC is rank-bas
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -35,6 +36,9 @@ from rightsize.probes.featurenorm import FeatureNorm, masked_mean
 from rightsize.probes.handgrad import gelu_dropout_linear_mse, grad_buffers
 
 Batch = dict[str, torch.Tensor]
+# update(param, grad): a hand-written step hands over a gradient the moment it is final
+# (FusedAdamW.update) instead of leaving it in ``.grad``
+Update = Callable[[nn.Parameter, torch.Tensor], None]
 
 
 class ProbeModule(nn.Module):
@@ -57,9 +61,15 @@ class ProbeModule(nn.Module):
         """(B,) standardized LVEF from raw embeddings."""
         return self.forward_encoded(**self.encode(echo, clip_mask, ecg, has_ecg))
 
-    def loss_backward(self, batch: Batch, y: torch.Tensor) -> torch.Tensor:
+    def loss_backward(self, batch: Batch, y: torch.Tensor, update: Update | None = None
+                      ) -> torch.Tensor:
         """MSE of :meth:`forward_encoded` on ``batch`` against ``y``; each parameter's
         ``.grad`` replaced by its gradient. Returns the loss without its graph.
+
+        A step that can hand gradients over as they become final (the fused probe's
+        hand-written one) calls ``update(param, grad)`` for every parameter instead, once
+        the rest of the pass no longer reads that parameter; the others ignore ``update``
+        (the caller's optimizer step then reads ``.grad``).
 
         Autograd here: the fallback (the fused probe uses it where its hand-written step
         does not apply); echo, concat and fused override it with hand-written backward passes.
@@ -152,9 +162,11 @@ class ConcatMLPProbe(ProbeModule):
              + nn.functional.linear(x_g, self.norm_ecg.lift(first.weight[:, de:]), first.bias))
         return x_e, x_g, h
 
-    def loss_backward(self, batch: Batch, y: torch.Tensor) -> torch.Tensor:
+    def loss_backward(self, batch: Batch, y: torch.Tensor, update: Update | None = None
+                      ) -> torch.Tensor:
         """:meth:`ProbeModule.loss_backward` by hand: the first layer's gradient is written
-        block by block (``dA B^T`` per input) straight into its ``.grad``."""
+        block by block (``dA B^T`` per input) straight into its ``.grad``. ``update`` is not
+        used: this model's parameters are small enough for one optimizer step after the pass."""
         de = self.norm_echo.mean.shape[0]
         grads = grad_buffers(self)
         with torch.no_grad():

@@ -37,7 +37,7 @@ from rightsize.errors import InputError
 from rightsize.probes.adamw import FusedAdamW
 from rightsize.probes.config import TrainConfig, arch_of
 from rightsize.probes.data import Moments, SplitData, Standardizer
-from rightsize.probes.models import build_model
+from rightsize.probes.models import Update, build_model
 from rightsize.probes.predict import PREDICT_BATCH, Probe, encode_split, predict_encoded_z
 from rightsize.probes.replica_forward import FORWARD, join_params, split_params
 from rightsize.probes.runlog import RunLog
@@ -72,8 +72,8 @@ class Stacked:
         draws = [torch.empty(shape[1:]).bernoulli_(1 - p, generator=g) for g in self.gens]
         return torch.stack(draws).div_(1 - p).to(next(iter(self.params.values())).device)
 
-    def step(self, batch: Batch, y: torch.Tensor) -> torch.Tensor:
-        """Set every replica's gradients; return the (K,) losses."""
+    def step(self, batch: Batch, y: torch.Tensor, update: Update) -> torch.Tensor:
+        """Set every replica's gradients; return the (K,) losses. (``update`` is not used.)"""
         for p in self.params.values():
             p.grad = None
         pred = self.forward(self.base, self.params, **batch,
@@ -122,12 +122,14 @@ class Lockstep:
         """What the optimizer updates: every replica's parameters, replica by replica."""
         return [dict(m.named_parameters())[n] for m in self.models for n in self.names]
 
-    def step(self, batch: Batch, y: torch.Tensor) -> torch.Tensor:
-        """Set every replica's gradients; return the (K,) losses."""
+    def step(self, batch: Batch, y: torch.Tensor, update: Update) -> torch.Tensor:
+        """Set every replica's gradients, or hand them to ``update`` as each replica's
+        ``loss_backward`` does; return the (K,) losses."""
         losses = []
         for r, model in enumerate(self.models):
             torch.set_rng_state(self.rng[r])
-            losses.append(model.loss_backward({k: t[r] for k, t in batch.items()}, y[r]))
+            losses.append(model.loss_backward({k: t[r] for k, t in batch.items()}, y[r],
+                                              update))
             self.rng[r] = torch.get_rng_state()
         return torch.stack(losses)
 
@@ -198,7 +200,7 @@ def fit_replicas(name: str, train: SplitData, val: SplitData, std: Standardizer,
             batch = {key: t[:, j * bs:(j + 1) * bs] for key, t in shuffled.items()}
             if p_mod > 0:
                 batch = _modality_dropout(batch, p_mod, gens)
-            step_loss[j] = engine.step(batch, y_shuffled[:, j * bs:(j + 1) * bs])
+            step_loss[j] = engine.step(batch, y_shuffled[:, j * bs:(j + 1) * bs], opt.update)
             opt.step()
             walls.append(time.time())
         losses = step_loss.to("cpu", torch.float64)                        # (steps, K)
