@@ -19,6 +19,7 @@ from rightsize.probes.checkpoint import (
 )
 from rightsize.probes.data import split_data
 from rightsize.probes.evaluate import score_split
+from rightsize.probes.predict import Probe
 
 
 @pytest.mark.parametrize("name", ["ecg", "echo", "concat", "fused"])
@@ -87,3 +88,12 @@ def test_load_errors_name_the_file(fits, tmp_path):
     (tmp_path / SIDECAR).write_text("{not json")
     with pytest.raises(DataError, match="not valid JSON"):
         load_checkpoint(tmp_path, "concat")
+
+
+@pytest.mark.parametrize("name, holder", [("echo", "concat"), ("concat", "ecg")])
+def test_a_probe_name_must_match_its_kind_of_model(fits, name, holder):
+    # checkpoints pick weights.npz or weights.pt by name: a numpy model under a torch
+    # probe's name (or the reverse) would be saved in the wrong format
+    fit = fits[holder][0]
+    with pytest.raises(TypeError, match=name):
+        Probe(name, fit.probe.model, fit.probe.std)

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from rightsize.probes.attentive import AttentiveEchoProbe
+from rightsize.probes.config import NUMPY_PROBES
 from rightsize.probes.data import SplitData, Standardizer
 from rightsize.probes.linear import LinearEcgProbe
 
@@ -66,10 +67,16 @@ class Probe:
     std: Standardizer
     device: Any = "cpu"
 
+    def __post_init__(self) -> None:
+        numpy_model = isinstance(self.model, (LinearEcgProbe, AttentiveEchoProbe))
+        if numpy_model != (self.name in NUMPY_PROBES):
+            raise TypeError(f"probe {self.name!r} cannot hold a {type(self.model).__name__}")
+
     @property
     def is_torch(self) -> bool:
-        """True for the concat and fused torch probes (False for the numpy ECG and echo)."""
-        return not isinstance(self.model, (LinearEcgProbe, AttentiveEchoProbe))
+        """True for the concat and fused torch probes (False for the numpy ECG and echo:
+        :data:`~rightsize.probes.config.NUMPY_PROBES`, which checkpoints and verbs read too)."""
+        return self.name not in NUMPY_PROBES
 
     @property
     def n_params(self) -> int:
