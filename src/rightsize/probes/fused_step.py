@@ -123,12 +123,20 @@ def fused_loss_backward(model: CrossAttnFusedProbe, echo: torch.Tensor,
     if update is None:
         grads = grad_buffers(model)
     else:
-        scratch = model.__dict__.setdefault("_out_weight_grads", {})
-        grads = {**grad_buffers(model, HANDED_OVER), **{
-            n: scratch.setdefault(n, torch.empty_like(p))
-            for n, p in named_parameters(model).items() if n in OUT_WEIGHTS}}
+        grads = {**grad_buffers(model, HANDED_OVER), **_out_weight_scratch(model)}
     with torch.no_grad():
         return _loss_and_grads(model, echo, clip_mask, ecg, has_ecg, y, grads, update)
+
+
+def _out_weight_scratch(model: CrossAttnFusedProbe) -> dict[str, torch.Tensor]:
+    """Buffers the output weights' per-head gradient products write into before they are
+    handed over (allocated once and kept on the model, like :func:`grad_buffers`)."""
+    scratch = model.__dict__.get("_out_weight_grads")
+    if scratch is None:
+        params = named_parameters(model)
+        scratch = {n: torch.empty_like(params[n]) for n in OUT_WEIGHTS}
+        model.__dict__["_out_weight_grads"] = scratch
+    return scratch
 
 
 def _loss_and_grads(m: CrossAttnFusedProbe, echo: torch.Tensor, clip_mask: torch.Tensor,
