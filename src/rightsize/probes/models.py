@@ -67,12 +67,13 @@ class ProbeModule(nn.Module):
         ``.grad`` replaced by its gradient. Returns the loss without its graph.
 
         A step that can hand gradients over as they become final (the fused probe's
-        hand-written one) calls ``update(param, grad)`` for every parameter instead, once
-        the rest of the pass no longer reads that parameter; the others ignore ``update``
-        (the caller's optimizer step then reads ``.grad``).
+        hand-written one) calls ``update(param, grad)`` for its weight matrices instead, once
+        the rest of the pass no longer reads them, and leaves their ``.grad`` None; every
+        other gradient is in ``.grad`` for the caller's optimizer step. Steps that cannot
+        ignore ``update``.
 
         Autograd here: the fallback (the fused probe uses it where its hand-written step
-        does not apply); echo, concat and fused override it with hand-written backward passes.
+        does not apply); concat and fused override it with hand-written backward passes.
         """
         for p in self.parameters():
             p.grad = None

@@ -202,8 +202,8 @@ def _fit_torch(name: str, train: SplitData, val: SplitData, std: Standardizer,
             batch = {key: t[k * bs:(k + 1) * bs] for key, t in shuffled.items()}
             if p_drop > 0:
                 batch = _modality_dropout(batch, p_drop, gen)
-            # the fused probe's step updates each parameter as its gradient is ready; step()
-            # updates the rest (all of them for the other probes)
+            # the fused probe's step updates each weight matrix as its gradient is ready;
+            # step() updates the rest (all parameters for the other probes)
             step_loss[k] = model.loss_backward(batch, y_shuffled[k * bs:(k + 1) * bs],
                                                opt.update)
             opt.step()
