@@ -20,6 +20,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -78,6 +79,16 @@ def run_process(argv: list[str], *, cwd: str | os.PathLike[str] | None = None,
             stderr=err.read().decode("utf-8", "replace"),
             timed_out=fired.is_set(),
         )
+
+
+def best_seconds(fn: Callable[[], object], repeats: int) -> float:
+    """Fewest wall seconds of ``repeats`` calls of ``fn()`` in this process (monotonic clock)."""
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
 
 
 def child_json(m: Measurement, what: str) -> dict:

@@ -109,13 +109,10 @@ def _copy_ms(n: int, repeats: int = 20) -> float:
     """Best milliseconds of ``dst.copy_(src)`` for ``n`` float32 values (pages touched first)."""
     import torch
 
+    from _measure import best_seconds
+
     src, dst = torch.ones(n), torch.zeros(n)
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        dst.copy_(src)
-        best = min(best, time.perf_counter() - t0)
-    return 1e3 * best
+    return 1e3 * best_seconds(lambda: dst.copy_(src), repeats)
 
 
 def _adamw_gelem_s(n: int, tensors: int, repeats: int = 20) -> float:
@@ -124,15 +121,13 @@ def _adamw_gelem_s(n: int, tensors: int, repeats: int = 20) -> float:
     import torch
 
     ps, gs, ms, vs = ([torch.rand(n) for _ in range(tensors)] for _ in range(4))
+    from _measure import best_seconds
+
     steps = [torch.zeros(()) for _ in range(tensors)]
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        torch._fused_adamw_(ps, gs, ms, vs, [], steps, amsgrad=False, lr=1e-3, beta1=0.9,
-                            beta2=0.999, weight_decay=1e-4, eps=1e-8, maximize=False,
-                            grad_scale=None, found_inf=None)
-        best = min(best, time.perf_counter() - t0)
-    return n * tensors / best / 1e9
+    seconds = best_seconds(lambda: torch._fused_adamw_(
+        ps, gs, ms, vs, [], steps, amsgrad=False, lr=1e-3, beta1=0.9, beta2=0.999,
+        weight_decay=1e-4, eps=1e-8, maximize=False, grad_scale=None, found_inf=None), repeats)
+    return n * tensors / seconds / 1e9
 
 
 def render(res: dict[str, Any], info: dict[str, str], top: int) -> str:

@@ -17,7 +17,6 @@ product's left operand) for 16-64 columns. Prints a markdown report::
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -29,15 +28,14 @@ DIM, WEIGHTS, REPEATS = 1024, 12, 7
 
 def _best_ms(fn: Any, items: list[Any]) -> float:
     """Best milliseconds per item of ``fn`` over ``items`` in turn (after one warm-up pass)."""
-    for it in items:
-        fn(it)
-    best = float("inf")
-    for _ in range(REPEATS):
-        t0 = time.perf_counter()
+    from _measure import best_seconds
+
+    def each() -> None:
         for it in items:
             fn(it)
-        best = min(best, (time.perf_counter() - t0) / len(items))
-    return 1e3 * best
+
+    each()
+    return 1e3 * best_seconds(each, REPEATS) / len(items)
 
 
 def measure() -> dict[str, Any]:
