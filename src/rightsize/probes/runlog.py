@@ -6,6 +6,10 @@ time), then ``Loss/train_epoch`` and ``Loss/val_epoch`` at the step closing each
 The event file is written epoch by epoch into a hidden temporary folder inside the events
 directory and renamed into place when the run succeeds, replacing the event files of a
 previous run there (one run per directory, so the telemetry analyzer never mixes runs).
+Hidden ``.partial-*`` folders that a killed run left are deleted when the next run starts
+(the readers skip hidden folders anyway), and the old files' removal and the new file's
+rename happen with SIGINT and SIGTERM held back, so an interrupted run leaves the old event
+file or the new one.
 
 The curve CSV (``epoch,train_loss,val_loss``, epoch 1-based) is written atomically at close.
 """
@@ -20,10 +24,11 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from rightsize.atomic import write_text
+from rightsize.atomic import no_interrupts, write_text
 from rightsize.telemetry.writer import EventWriter
 
 EVENT_GLOB = "events.out.tfevents.*"
+PARTIAL = ".partial-"
 
 
 class RunLog:
@@ -44,7 +49,9 @@ class RunLog:
         self._writer: EventWriter | None = None
         if self.events_dir is not None:
             self.events_dir.mkdir(parents=True, exist_ok=True)
-            self._tmp = Path(tempfile.mkdtemp(prefix=".partial-", dir=self.events_dir))
+            for leftover in self.events_dir.glob(f"{PARTIAL}*"):     # from a killed run
+                shutil.rmtree(leftover, ignore_errors=True)
+            self._tmp = Path(tempfile.mkdtemp(prefix=PARTIAL, dir=self.events_dir))
             self._writer = EventWriter(self._tmp, wall_time=start_wall,
                                        host=socket.gethostname() or "localhost")
 
@@ -72,12 +79,13 @@ class RunLog:
             self._writer.close()
             assert self.events_dir is not None and self._tmp is not None
             if ok:
-                for old in self.events_dir.glob(EVENT_GLOB):
-                    old.unlink()
                 src = self._writer.path
                 with open(src, "rb+") as fh:
                     os.fsync(fh.fileno())
-                os.replace(src, self.events_dir / src.name)
+                with no_interrupts():
+                    for old in self.events_dir.glob(EVENT_GLOB):
+                        old.unlink()
+                    os.replace(src, self.events_dir / src.name)
             with contextlib.suppress(OSError):
                 shutil.rmtree(self._tmp)
             self._writer = None
