@@ -33,16 +33,16 @@ P = TypeVar("P")
 
 
 def folder_hashes(model_dir: str | os.PathLike[str]) -> dict[str, str]:
-    """SHA-256 of every regular file under ``model_dir`` except its own ``checkpoint.json``,
-    keyed by relative POSIX path (sorted)."""
+    """SHA-256 of every regular file under ``model_dir`` except its own ``checkpoint.json``
+    and hidden (dot) names, keyed by relative POSIX path (sorted)."""
     root = Path(model_dir)
     out = {}
     for dirpath, dirs, names in os.walk(root):
-        dirs.sort()
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         for name in sorted(names):
             path = Path(dirpath, name)
             rel = path.relative_to(root).as_posix()
-            if rel == SIDECAR or not path.is_file():
+            if rel == SIDECAR or name.startswith(".") or not path.is_file():
                 continue
             h = hashlib.sha256()
             with open(path, "rb") as fh:

@@ -180,6 +180,11 @@ def list_tree(root: str | os.PathLike[str], links: Links = "files") -> Listing:
             r = f"{rel}/{e.name}" if rel else e.name
             if not e.is_symlink():
                 if e.is_dir(follow_symlinks=False):
+                    if links == "follow":            # a followed link may lead back here
+                        key = (e.stat().st_dev, e.stat().st_ino)
+                        if key in seen:
+                            continue
+                        seen.add(key)
                     subdirs.append(r)
                 elif is_event_file(e.name) and e.is_file(follow_symlinks=False):
                     files.append(r)
