@@ -77,8 +77,7 @@ def _state(work: Path, old: dict, mode: str) -> str:
         state = "new"
     assert visible(work / "models") == {PROBE}
     events = visible(work / "runs" / PROBE)
-    assert events == old["events"] or (len(events) == 1 and events != old["events"]) or \
-        (mode == "kill" and not events), events                # SIGKILL between two renames
+    assert events == old["events"] or (len(events) == 1 and events != old["events"]), events
     assert visible(work) <= {"models", "runs", "curve.csv", "train.json"}
     return state
 

@@ -7,9 +7,10 @@ The event file is written epoch by epoch into a hidden temporary folder inside t
 directory and renamed into place when the run succeeds, replacing the event files of a
 previous run there (one run per directory, so the telemetry analyzer never mixes runs).
 Hidden ``.partial-*`` folders that a killed run left are deleted when the next run starts
-(the readers skip hidden folders anyway), and the old files' removal and the new file's
-rename happen with SIGINT and SIGTERM held back, so an interrupted run leaves the old event
-file or the new one.
+(the readers skip hidden folders anyway). The new event file replaces the old ones in one
+step: a staged copy of the directory (other entries hard-linked) is swapped in
+(:func:`rightsize.atomic.staged_dir`), so a killed run leaves the old event file or the new
+one, never both and never neither.
 
 The curve CSV (``epoch,train_loss,val_loss``, epoch 1-based) is written atomically at close.
 """
@@ -17,6 +18,7 @@ The curve CSV (``epoch,train_loss,val_loss``, epoch 1-based) is written atomical
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import os
 import shutil
 import socket
@@ -24,7 +26,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from rightsize.atomic import no_interrupts, write_text
+from rightsize.atomic import staged_dir, write_text
 from rightsize.telemetry.writer import EventWriter
 
 EVENT_GLOB = "events.out.tfevents.*"
@@ -82,10 +84,9 @@ class RunLog:
                 src = self._writer.path
                 with open(src, "rb+") as fh:
                     os.fsync(fh.fileno())
-                with no_interrupts():
-                    for old in self.events_dir.glob(EVENT_GLOB):
-                        old.unlink()
-                    os.replace(src, self.events_dir / src.name)
+                with staged_dir(self.events_dir) as staged:
+                    _keep_others(self.events_dir, staged)
+                    os.replace(src, staged / src.name)
             with contextlib.suppress(OSError):
                 shutil.rmtree(self._tmp)
             self._writer = None
@@ -99,3 +100,15 @@ class RunLog:
 
     def __exit__(self, exc_type: object, *exc: object) -> None:
         self.close(ok=exc_type is None)
+
+
+def _keep_others(events_dir: Path, staged: Path) -> None:
+    """Hard-link into ``staged`` whatever ``events_dir`` holds besides event files and
+    partial folders, so swapping ``staged`` in replaces only the event files."""
+    for entry in events_dir.iterdir():
+        if entry.name.startswith(PARTIAL) or fnmatch.fnmatch(entry.name, EVENT_GLOB):
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.copytree(entry, staged / entry.name, symlinks=True, copy_function=os.link)
+        else:
+            os.link(entry, staged / entry.name, follow_symlinks=False)
