@@ -216,11 +216,13 @@ def _torch_threads(probe: str, threads: int) -> None:
 def _load(args: argparse.Namespace) -> tuple[Any, Any, Any, dict[str, Any], Any, str]:
     """Shared start of evaluate / missing-modality: configs, arrays, checkpoint."""
     cfg, device = _setup(args)
+    from rightsize.atomic import check_writable
     from rightsize.cohort.arrays import load_arrays
     from rightsize.probes.checkpoint import load_checkpoint, read_sidecar
     from rightsize.probes.integrity import check_contents
 
     ecfg = _evaluate_config(args)
+    check_writable(args.json)
     side = read_sidecar(args.model, args.probe)    # fail fast on a missing/wrong model
     if not check_contents(args.model, side):
         console.warn(f"{args.model}: written before model folders recorded their file hashes; "
