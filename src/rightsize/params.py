@@ -94,10 +94,7 @@ def load_block(path: str | Path, key: str, cls: type[C]) -> C:
         if not isinstance(node, dict) or part not in node:
             raise ParamsError(f"{path}: missing key {key}")
         node = node[part]
-    try:
-        return parse(cls, node, key)
-    except ParamsError as exc:                   # name the file as well as the key
-        raise ParamsError(f"{path}: {exc}") from None
+    return parse(cls, node, key)
 
 
 def parse(cls: type[C], data: Any, key: str) -> C:
