@@ -81,6 +81,72 @@ def run_process(argv: list[str], *, cwd: str | os.PathLike[str] | None = None,
         )
 
 
+REPO = Path(__file__).resolve().parents[1]
+
+
+def git(*args: str) -> str:
+    """Output of ``git ARGS`` in this repository (stripped)."""
+    return subprocess.run(["git", *args], cwd=REPO, check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def extract(rev: str, dest: Path) -> Path:
+    """``src/`` of ``rev`` under ``dest`` (git archive, no worktree)."""
+    import tarfile
+
+    blob = subprocess.run(["git", "archive", "--format=tar", rev, "src"], cwd=REPO,
+                          check=True, capture_output=True).stdout
+    tar = dest / "src.tar"
+    tar.write_bytes(blob)
+    with tarfile.open(tar) as tf:
+        tf.extractall(dest, filter="data")
+    return dest / "src"
+
+
+def source_sides(base: str | None, tmp: Path) -> tuple[dict[str, Path], str]:
+    """``{"before": src of base, "after": this checkout's src}`` and the base revision
+    (default: ``git merge-base HEAD main``); each side is checked to be what a child with it
+    first on ``PYTHONPATH`` imports."""
+    base = base or git("merge-base", "HEAD", "main")
+    sides = {"before": extract(base, tmp), "after": REPO / "src"}
+    for name, src in sides.items():
+        got = imported_from(src)
+        assert got.startswith(str(src)), f"{name}: imports rightsize from {got}"
+    return sides, base
+
+
+def interleaved(sides: dict[str, Callable[[int], Measurement]], repeat: int
+                ) -> dict[str, list[Measurement]]:
+    """Run each side's child ``repeat`` times, alternating the order (ABBA...) so that load
+    on a shared box hits every side alike; ``sides[name](i)`` runs run ``i`` of ``name``."""
+    out: dict[str, list[Measurement]] = {k: [] for k in sides}
+    names = list(sides)
+    for i in range(repeat):
+        for name in names if i % 2 == 0 else names[::-1]:
+            out[name].append(sides[name](i))
+    return out
+
+
+def before_after_table(runs: dict[str, list[Measurement]], goal: float) -> list[str]:
+    """Markdown rows for a before/after comparison: per side median, min and max seconds and
+    median peak RSS, then the ratio of medians against ``goal`` (and of the fastest runs)."""
+    import statistics
+
+    times = {k: [m.wall_s for m in v] for k, v in runs.items()}
+    med = {k: statistics.median(v) for k, v in times.items()}
+    ratio = med["after"] / med["before"]
+    return [
+        "| side | median s | min s | max s | median peak RSS MB |",
+        "|---|---|---|---|---|",
+        *(f"| {k} | {med[k]:.3f} | {min(times[k]):.3f} | {max(times[k]):.3f} | "
+          f"{statistics.median(m.max_rss_mb for m in runs[k]):.0f} |" for k in runs),
+        "",
+        f"after / before (medians): **{ratio:.3f}** — goal ≤ {goal:.2f}: "
+        f"{'PASS' if ratio <= goal else 'FAIL'} (fastest runs: "
+        f"{min(times['after']) / min(times['before']):.3f})",
+    ]
+
+
 def best_seconds(fn: Callable[[], object], repeats: int) -> float:
     """Fewest wall seconds of ``repeats`` calls of ``fn()`` in this process (monotonic clock)."""
     best = float("inf")

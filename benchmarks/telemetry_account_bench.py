@@ -14,35 +14,30 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
-import subprocess
 import sys
-import tarfile
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _measure import imported_from, machine_info, run_process  # noqa: E402
+from _measure import (  # noqa: E402
+    REPO,
+    Measurement,
+    before_after_table,
+    git,
+    interleaved,
+    machine_info,
+    run_process,
+    source_sides,
+)
 
-REPO = Path(__file__).resolve().parents[1]
 RAMPNET = REPO.parent / "shared" / "telemetry" / "rampnet1_stage2"
 FLAGS = ["--train-records", "150063", "--global-batch", "16", "--gpus", "16", "--drop-last",
          "--base-records", "150063", "--base-units", "150063", "--records", "600000",
          "--epochs", "1,5,12"]
 CHILD = "import sys, rightsize; from rightsize.cli import main; sys.exit(main(sys.argv[1:]))"
 GOAL = 1.10
-
-
-def extract(rev: str, dest: Path) -> Path:
-    """``src/`` of ``rev`` under ``dest`` (git archive, no worktree)."""
-    blob = subprocess.run(["git", "archive", "--format=tar", rev, "src"], cwd=REPO,
-                          check=True, capture_output=True).stdout
-    tar = dest / "src.tar"
-    tar.write_bytes(blob)
-    with tarfile.open(tar) as tf:
-        tf.extractall(dest, filter="data")
-    return dest / "src"
 
 
 def child(src: Path, out: Path) -> tuple[list[str], dict[str, str]]:
@@ -64,31 +59,21 @@ def main() -> int:
     if not RAMPNET.is_dir():
         print(f"{RAMPNET}: not present", file=sys.stderr)
         return 2
-    base = args.base or subprocess.run(["git", "merge-base", "HEAD", "main"], cwd=REPO,
-                                       check=True, capture_output=True,
-                                       text=True).stdout.strip()
-    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, check=True,
-                          capture_output=True, text=True).stdout.strip()
+    head = git("rev-parse", "--short", "HEAD")
     with tempfile.TemporaryDirectory(prefix="tel_account_bench.") as tmp:
         tmp = Path(tmp)
-        sides = {"before": extract(base, tmp), "after": REPO / "src"}
-        for name, src in sides.items():
-            got = imported_from(src)
-            assert got.startswith(str(src)), f"{name}: imports rightsize from {got}"
-        times: dict[str, list[float]] = {k: [] for k in sides}
-        rss: dict[str, list[float]] = {k: [] for k in sides}
-        for i in range(args.repeat):
-            order = ("before", "after") if i % 2 == 0 else ("after", "before")
-            for name in order:
+        sides, base = source_sides(args.base, tmp)
+
+        def one(name: str) -> Callable[[int], Measurement]:
+            def run(_: int) -> Measurement:
                 argv, env = child(sides[name], tmp / f"{name}.json")
                 m = run_process(argv, env=env, timeout_s=300)
                 if m.rc != 0:
-                    print(m.stderr[-2000:], file=sys.stderr)
-                    return 1
-                times[name].append(m.wall_s)
-                rss[name].append(m.max_rss_mb)
-    med = {k: statistics.median(v) for k, v in times.items()}
-    ratio = med["after"] / med["before"]
+                    raise RuntimeError(f"{name}: {m.stderr[-2000:]}")
+                return m
+            return run
+
+        runs = interleaved({name: one(name) for name in sides}, args.repeat)
     machine = machine_info()
     lines = [
         "# Whole-process `rightsize telemetry` on RampNet: before / after the calendar account",
@@ -96,14 +81,7 @@ def main() -> int:
         f"before = `{base[:12]}` (src via git archive), after = `{head}`; {args.repeat} runs "
         "per side, interleaved ABBA in one run, each a fresh child process.",
         "",
-        "| side | median s | min s | max s | median peak RSS MB |",
-        "|---|---|---|---|---|",
-        *(f"| {k} | {med[k]:.3f} | {min(times[k]):.3f} | {max(times[k]):.3f} | "
-          f"{statistics.median(rss[k]):.0f} |" for k in sides),
-        "",
-        f"after / before (medians): **{ratio:.3f}** — goal ≤ {GOAL:.2f}: "
-        f"{'PASS' if ratio <= GOAL else 'FAIL'} (fastest runs: "
-        f"{min(times['after']) / min(times['before']):.3f})",
+        *before_after_table(runs, GOAL),
         "",
         "Machine: " + "; ".join(f"{k} {v}" for k, v in machine.items()),
     ]

@@ -4,9 +4,9 @@ Each module in :data:`VERB_MODULES` exposes ``register(subparsers, common)`` tha
 verbs with ``set_defaults(func=...)``. Verb modules import only the standard library at
 module level, so ``rightsize scalars`` never pays for torch, sklearn or pandas.
 
-Exit codes: 0 ok; 1 unexpected internal error; 2 bad input (file, flag, params key);
-3 integrity failure (checksum, CRC under ``--strict``); 4 bad data (schema, shape, values);
-130 interrupted.
+Exit codes: 0 ok; 1 unexpected internal error (a bug); 2 bad input (file, flag, params key,
+permissions); 3 integrity failure (checksum, CRC or unreadable path under ``--strict``); 4 bad
+data (schema, shape, values); 130 interrupted (SIGINT); 143 terminated (SIGTERM).
 """
 
 from __future__ import annotations
@@ -15,11 +15,15 @@ import argparse
 import importlib
 import logging
 import os
+import signal
 import sys
+import threading
+import traceback
+from typing import Any
 
 from rightsize import console
 from rightsize.blas_kernel import pin_openblas_kernel
-from rightsize.errors import RightsizeError
+from rightsize.errors import RightsizeError, Terminated
 
 VERB_MODULES = (
     "rightsize.verbs.scalars",
@@ -55,7 +59,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``rightsize`` console script; returns the exit code."""
+    """Entry point of the ``rightsize`` console script; returns the exit code.
+
+    The exit code depends on the error only: ``--debug`` adds the traceback above the
+    one-line message and changes nothing else.
+    """
     pin_openblas_kernel()          # before any verb imports numpy (see rightsize.blas_kernel)
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -65,25 +73,50 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     console.configure(quiet=args.quiet, debug=args.debug)
+    previous = _raise_on_sigterm()
     try:
         return int(args.func(args) or 0)
     except RightsizeError as exc:
-        if args.debug:
-            raise
+        _traceback(args.debug)
+        for line in exc.details:
+            console.warn(line)
         print(f"rightsize: error: {exc}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
+        _traceback(args.debug)
         print("rightsize: error: interrupted", file=sys.stderr)
         return 130
+    except Terminated:
+        _traceback(args.debug)
+        print("rightsize: error: terminated (SIGTERM)", file=sys.stderr)
+        return 128 + signal.SIGTERM
     except BrokenPipeError:
         return 0
     except Exception as exc:  # noqa: BLE001 - last-resort one-line report
-        if args.debug:
-            raise
-        logging.getLogger(__name__).debug("internal error", exc_info=True)
+        _traceback(args.debug)
         print(f"rightsize: error: internal: {type(exc).__name__}: {exc} (rerun with --debug)",
               file=sys.stderr)
         return 1
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _raise_on_sigterm() -> Any:
+    """Turn SIGTERM into :class:`Terminated` (main thread only); return the old handler."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def handler(signum: int, frame: Any) -> None:
+        raise Terminated()
+
+    return signal.signal(signal.SIGTERM, handler)
+
+
+def _traceback(debug: bool) -> None:
+    """With ``--debug``, print the traceback of the exception being handled."""
+    if debug:
+        traceback.print_exc(file=sys.stderr)
 
 
 def console_main() -> None:

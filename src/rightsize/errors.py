@@ -2,7 +2,9 @@
 
 Every error a user can cause is a :class:`RightsizeError` subclass whose message is a
 single line naming the file, key or row at fault. The CLI prints it as
-``rightsize: error: <message>`` and exits with the class's ``exit_code``.
+``rightsize: error: <message>`` and exits with the class's ``exit_code``. ``details``, when
+given, are the other lines a user needs (every unreadable path, every damaged record): the
+CLI prints each as a warning before the error line.
 """
 
 from __future__ import annotations
@@ -12,6 +14,10 @@ class RightsizeError(Exception):
     """Base class: bad input or a failed check. Message is one line."""
 
     exit_code = 2
+
+    def __init__(self, message: str, details: tuple[str, ...] | list[str] = ()) -> None:
+        super().__init__(message)
+        self.details = tuple(details)
 
 
 class InputError(RightsizeError):
@@ -34,3 +40,8 @@ class DataError(RightsizeError):
     """A data file has the wrong schema, shape or values (message names the column/row)."""
 
     exit_code = 4
+
+
+class Terminated(BaseException):
+    """SIGTERM arrived (a scheduler or ``timeout`` stopping the process): unwind like Ctrl-C,
+    so temporary files are removed, then exit 143."""

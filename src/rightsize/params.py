@@ -3,6 +3,10 @@
 Unknown keys, missing keys and values of the wrong type are :class:`ParamsError`s whose
 one-line message names the dotted key (``train.epochs.fused``). Libraries never read
 params files themselves: verbs call :func:`load_block` and pass the dataclass on.
+
+Whatever block a verb reads, the whole file is checked for what no block's schema can
+catch: a key written twice in one mapping (YAML would silently keep the last), a top-level
+key that is no stage's block (:data:`BLOCKS`), and bytes that are not UTF-8.
 """
 
 from __future__ import annotations
@@ -18,20 +22,68 @@ from rightsize.errors import ParamsError
 
 C = TypeVar("C")
 
+# The top-level blocks of params.yaml: one per stage (or family of stages) that reads one.
+# The keys inside each block are checked by that block's dataclass.
+BLOCKS = (
+    "demo",
+    "telemetry",
+    "cohort",
+    "train",
+    "evaluate",
+    "footprint",
+    "encoder_bench",
+    "sizing",
+    "report",
+)
+
+
+def _refuse_duplicates(node: Any, path: Path, where: str = "") -> None:
+    """Walk a composed YAML node tree; a key given twice in one mapping is a ParamsError
+    naming the dotted key and both lines (YAML itself would keep the last silently)."""
+    import yaml
+
+    if isinstance(node, yaml.MappingNode):
+        first: dict[str, int] = {}
+        for key_node, value in node.value:
+            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
+            dotted = f"{where}.{key}" if where else str(key)
+            line = key_node.start_mark.line + 1
+            if key is not None and key in first:
+                raise ParamsError(f"{path}:{line}: duplicate key {dotted} (first at line "
+                                  f"{first[key]})")
+            if key is not None:
+                first[key] = line
+            _refuse_duplicates(value, path, dotted)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, value in enumerate(node.value):
+            _refuse_duplicates(value, path, f"{where}[{i}]")
+
 
 def load_params(path: str | Path) -> dict[str, Any]:
-    """Read a params YAML file into a dict (error names the file when unreadable)."""
+    """Read a params YAML file into a dict (errors name the file, and the key or line)."""
     import yaml
 
     p = Path(path)
     if not p.is_file():
         raise ParamsError(f"{p}: params file not found")
     try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+        text = p.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ParamsError(f"{p}: not UTF-8 text (byte {exc.start}: "
+                          f"{exc.object[exc.start:exc.start + 1]!r})") from None
+    except OSError as exc:
+        raise ParamsError(f"{p}: cannot read ({exc.strerror or exc})") from None
+    try:
+        _refuse_duplicates(yaml.compose(text, Loader=yaml.SafeLoader), p)
+        data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise ParamsError(f"{p}: not valid YAML: {str(exc).splitlines()[0]}") from None
     if not isinstance(data, dict):
         raise ParamsError(f"{p}: top level must be a mapping")
+    unknown = [k for k in data if k not in BLOCKS]
+    if unknown:
+        raise ParamsError(f"{p}: unknown top-level key {unknown[0]!r} (known: "
+                          f"{', '.join(BLOCKS)})")
     return data
 
 

@@ -47,8 +47,9 @@ def test_verify_and_rescue_json_on_stdout_match_the_file(demo_dir, tmp_path, cap
     doc = _stdout_json(capsys, ["rescue", str(demo_dir), str(tmp_path / "c"), "--json", "-"])
     assert (doc["copied"], doc["unchanged"], doc["files"]) == (8, 0, 8)
     assert doc["bytes"] == sum(f.stat().st_size for f in demo_dir.glob("events.*"))
-    doc = _stdout_json(capsys, ["rescue", str(demo_dir), str(tmp_path / "c"), "--json", "-"])
-    assert (doc["copied"], doc["unchanged"]) == (0, 8)
+    doc = _stdout_json(capsys, ["rescue", str(demo_dir), str(tmp_path / "c"), "--json", "-",
+                                "--into-existing"])
+    assert (doc["copied"], doc["updated"], doc["unchanged"]) == (0, 0, 8)
 
 
 def test_telemetry_json_dash_equals_format_json_and_the_file(demo_dir, tmp_path, capsys):

@@ -82,7 +82,7 @@ def test_verify_and_rescue_show_their_task_on_a_tty_only(cli, demo_dir, tmp_path
     res = cli(["rescue", str(demo_dir), str(tmp_path / "copy")], tty=True)
     assert res.rc == 0 and "rescue: copying and hashing the event files of " in res.err
     assert "... done in " in res.err and "8 copied" in res.out
-    res = cli(["rescue", str(demo_dir), str(tmp_path / "copy")], tty=False)
+    res = cli(["rescue", str(demo_dir), str(tmp_path / "copy"), "--into-existing"], tty=False)
     assert res.rc == 0 and res.err == "" and "8 unchanged" in res.out
 
 

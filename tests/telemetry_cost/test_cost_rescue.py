@@ -9,8 +9,9 @@ import subprocess
 import pytest
 
 from rightsize.cli import main
-from rightsize.errors import IntegrityError
-from rightsize.telemetry.rescue import read_manifest, rescue, verify
+from rightsize.errors import InputError, IntegrityError
+from rightsize.telemetry.manifest import read_manifest, verify
+from rightsize.telemetry.rescue import rescue
 
 
 def errors(capsys) -> list[str]:
@@ -27,9 +28,12 @@ def test_rescue_rampnet_reproduces_its_manifest(rampnet, tmp_path, capsys):
         assert (dest / rel).read_bytes() == (rampnet / rel).read_bytes()
     if shutil.which("sha256sum"):   # the real tool reads our manifest
         subprocess.run(["sha256sum", "--quiet", "-c", "SHA256SUMS"], cwd=dest, check=True)
-    # again: nothing to copy, still verifies
-    res = rescue(rampnet, dest)
-    assert (len(res.copied), len(res.unchanged)) == (0, 18)
+    # again: refused without --into-existing; with it nothing to copy, still verifies
+    with pytest.raises(InputError, match="not empty"):
+        rescue(rampnet, dest)
+    res = rescue(rampnet, dest, into_existing=True)
+    assert (len(res.copied), len(res.updated), len(res.unchanged)) == (0, 0, 18)
+    assert verify(dest).ok
 
 
 def test_verify_shared_rampnet_in_place(rampnet, tmp_path):
@@ -90,16 +94,30 @@ def test_missing_and_extra_files(rescued, capsys):
     assert (res.missing, res.extra, res.mismatched) == ((rels[0],), ("nested/stray.txt",), ())
 
 
+def test_rescue_into_existing_updates_a_grown_file(rescued, tmp_path, capsys):
+    src = tmp_path / "src"
+    rel = sorted(read_manifest(rescued / "SHA256SUMS"))[0]
+    with open(src / rel, "ab") as fh:      # the source grew since the last rescue
+        fh.write(b"\0" * 16)
+    assert main(["rescue", str(src), str(rescued), "--into-existing"]) == 0
+    assert "0 copied, 1 updated" in capsys.readouterr().out
+    assert (rescued / rel).read_bytes() == (src / rel).read_bytes()
+    assert verify(rescued).ok
+
+
 def test_rescue_refuses_to_overwrite_a_different_file(rescued, tmp_path, capsys):
     src = tmp_path / "src"
     rel = sorted(read_manifest(rescued / "SHA256SUMS"))[0]
     before = (rescued / rel).read_bytes()
-    with open(src / rel, "ab") as fh:      # the source grew since the last rescue
-        fh.write(b"\0" * 16)
-    assert main(["rescue", str(src), str(rescued)]) == 3
+    data = bytearray((src / rel).read_bytes())
+    data[len(data) // 2] ^= 0xFF           # the same name, other bytes (not a longer version)
+    (src / rel).write_bytes(bytes(data) + b"\0" * 16)
+    manifest = (rescued / "SHA256SUMS").read_bytes()
+    assert main(["rescue", str(src), str(rescued), "--into-existing"]) == 3
     err = errors(capsys)
     assert len(err) == 1 and "refusing to overwrite" in err[0] and rel in err[0]
     assert (rescued / rel).read_bytes() == before
+    assert (rescued / "SHA256SUMS").read_bytes() == manifest
 
 
 def test_rescue_checks_the_source_manifest(demo_factory, tmp_path, capsys):
@@ -110,7 +128,7 @@ def test_rescue_checks_the_source_manifest(demo_factory, tmp_path, capsys):
     victim.write_bytes(victim.read_bytes()[:-1])
     with pytest.raises(IntegrityError, match="does not match"):
         rescue(src, tmp_path / "dest")
-    assert not list((tmp_path / "dest").glob("events.*"))   # the victim sorts first
+    assert not (tmp_path / "dest").exists() and not list(tmp_path.glob(".dest*"))
 
 
 @pytest.mark.parametrize("case", ["missing", "empty", "inside"])

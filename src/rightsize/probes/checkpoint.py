@@ -26,6 +26,7 @@ from rightsize.errors import DataError, InputError
 from rightsize.probes.attentive import AttentiveEchoProbe
 from rightsize.probes.config import NUMPY_PROBES
 from rightsize.probes.data import Standardizer
+from rightsize.probes.integrity import check_weights_fit
 from rightsize.probes.linear import LinearEcgProbe
 from rightsize.probes.npzfile import WEIGHTS as NPZ_WEIGHTS
 from rightsize.probes.predict import Probe
@@ -109,10 +110,9 @@ def load_checkpoint(model_dir: str | os.PathLike[str], probe: str | None = None,
     wpath = Path(model_dir) / weights_name(name)
     if not wpath.is_file():
         raise InputError(f"{wpath}: weights file not found")
-    if name == "ecg":
-        return Probe(name, LinearEcgProbe.load(model_dir), std), side
-    if name == "echo":
-        return Probe(name, AttentiveEchoProbe.load(model_dir), std), side
+    if name in NUMPY_PROBES:
+        model = (LinearEcgProbe if name == "ecg" else AttentiveEchoProbe).load(model_dir)
+        return check_weights_fit(Probe(name, model, std), side["arch"], wpath), side
 
     import torch
 
@@ -124,12 +124,15 @@ def load_checkpoint(model_dir: str | os.PathLike[str], probe: str | None = None,
         raise DataError(f"{Path(model_dir) / SIDECAR}: bad arch block ({exc})") from None
     try:
         state = torch.load(wpath, map_location=device, weights_only=True)
+        if not isinstance(state, dict):
+            raise TypeError(f"holds a {type(state).__name__}, not a state_dict")
         model.load_state_dict(state)
-    except (RuntimeError, OSError, EOFError, KeyError, ValueError, pickle.UnpicklingError) as exc:
+    except (RuntimeError, OSError, EOFError, KeyError, ValueError, TypeError,
+            pickle.UnpicklingError) as exc:
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise DataError(f"{wpath}: cannot load weights ({msg})") from None
     model.to(device).eval()
-    return Probe(name, model, std, device), side
+    return check_weights_fit(Probe(name, model, std, device), side["arch"], wpath), side
 
 
 def checkpoint_bytes(model_dir: str | os.PathLike[str]) -> int:

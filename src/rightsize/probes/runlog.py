@@ -6,6 +6,11 @@ time), then ``Loss/train_epoch`` and ``Loss/val_epoch`` at the step closing each
 The event file is written epoch by epoch into a hidden temporary folder inside the events
 directory and renamed into place when the run succeeds, replacing the event files of a
 previous run there (one run per directory, so the telemetry analyzer never mixes runs).
+Hidden ``.partial-*`` folders that a killed run left are deleted when the next run starts
+(the readers skip hidden folders anyway). The new event file replaces the old ones in one
+step: a staged copy of the directory (other entries hard-linked) is swapped in
+(:func:`rightsize.atomic.staged_dir`), so a killed run leaves the old event file or the new
+one, never both and never neither.
 
 The curve CSV (``epoch,train_loss,val_loss``, epoch 1-based) is written atomically at close.
 """
@@ -13,6 +18,7 @@ The curve CSV (``epoch,train_loss,val_loss``, epoch 1-based) is written atomical
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import os
 import shutil
 import socket
@@ -20,10 +26,11 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from rightsize.atomic import write_text
+from rightsize.atomic import staged_dir, write_text
 from rightsize.telemetry.writer import EventWriter
 
 EVENT_GLOB = "events.out.tfevents.*"
+PARTIAL = ".partial-"
 
 
 class RunLog:
@@ -44,7 +51,9 @@ class RunLog:
         self._writer: EventWriter | None = None
         if self.events_dir is not None:
             self.events_dir.mkdir(parents=True, exist_ok=True)
-            self._tmp = Path(tempfile.mkdtemp(prefix=".partial-", dir=self.events_dir))
+            for leftover in self.events_dir.glob(f"{PARTIAL}*"):     # from a killed run
+                shutil.rmtree(leftover, ignore_errors=True)
+            self._tmp = Path(tempfile.mkdtemp(prefix=PARTIAL, dir=self.events_dir))
             self._writer = EventWriter(self._tmp, wall_time=start_wall,
                                        host=socket.gethostname() or "localhost")
 
@@ -72,12 +81,12 @@ class RunLog:
             self._writer.close()
             assert self.events_dir is not None and self._tmp is not None
             if ok:
-                for old in self.events_dir.glob(EVENT_GLOB):
-                    old.unlink()
                 src = self._writer.path
                 with open(src, "rb+") as fh:
                     os.fsync(fh.fileno())
-                os.replace(src, self.events_dir / src.name)
+                with staged_dir(self.events_dir) as staged:
+                    _keep_others(self.events_dir, staged)
+                    os.replace(src, staged / src.name)
             with contextlib.suppress(OSError):
                 shutil.rmtree(self._tmp)
             self._writer = None
@@ -91,3 +100,15 @@ class RunLog:
 
     def __exit__(self, exc_type: object, *exc: object) -> None:
         self.close(ok=exc_type is None)
+
+
+def _keep_others(events_dir: Path, staged: Path) -> None:
+    """Hard-link into ``staged`` whatever ``events_dir`` holds besides event files and
+    partial folders, so swapping ``staged`` in replaces only the event files."""
+    for entry in events_dir.iterdir():
+        if entry.name.startswith(PARTIAL) or fnmatch.fnmatch(entry.name, EVENT_GLOB):
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.copytree(entry, staged / entry.name, symlinks=True, copy_function=os.link)
+        else:
+            os.link(entry, staged / entry.name, follow_symlinks=False)

@@ -252,6 +252,17 @@ def _damage(table: ScalarTable, launches: list[tuple[int, FileInfo]]
     return damage, partial
 
 
+def live_tails(table: ScalarTable) -> set[tuple[str, int]]:
+    """``(file, offset)`` of every problem that is a live file's unfinished last record
+    (:func:`is_live_tail`, each file judged within its own run): not damage."""
+    run_of = {f.path: f.run for f in table.files}
+    launches: dict[str, list[tuple[int, FileInfo]]] = {}
+    for i, f in enumerate(table.files):
+        launches.setdefault(f.run, []).append((i, f))
+    return {(p.file, p.offset) for p in table.problems
+            if p.file in run_of and is_live_tail(p, launches[run_of[p.file]])}
+
+
 def is_live_tail(p: Problem, launches: list[tuple[int, FileInfo]]) -> bool:
     """True for a record cut short at the very end of the run's newest file: the normal end of
     a file still being written, not damage."""

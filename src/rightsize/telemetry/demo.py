@@ -27,7 +27,7 @@ import numpy as np
 
 from rightsize import atomic
 from rightsize.errors import InputError
-from rightsize.telemetry.rescue import manifest_for
+from rightsize.telemetry.manifest import manifest_for
 from rightsize.telemetry.writer import EventWriter
 
 log = logging.getLogger(__name__)

@@ -9,14 +9,21 @@ then by name with embedded numbers compared as numbers (``...g3050.2751.0`` befo
 File names look like ``events.out.tfevents.<ts>.<host>.<pid>.<n>[.v2]``; the host may
 contain dots, and some writers leave out pid and counter (``events.out.tfevents.<ts>.<host>``,
 TensorFlow's ``<ts>.<host>.profile-empty``).
+
+:func:`list_tree` is the one walk every reader and ``rescue`` share: hidden (dot) files and
+folders are not part of a run (they are temporary files, and the ``.partial-*`` folder a
+killed ``rightsize train`` leaves), every directory that cannot be listed is reported, and
+symbolic links are read, followed or only reported as the caller asks.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from rightsize.errors import InputError
 
@@ -86,31 +93,175 @@ def is_event_file(name: str) -> bool:
     return MARKER in name
 
 
-def discover(root: str | os.PathLike[str]) -> dict[str, list[EventFile]]:
-    """Map run name -> its event files (ordered), for every run under ``root``.
+def escaped(name: str) -> str:
+    """``name`` on one printable line: control characters as escapes (``\\n``), bytes that
+    are not UTF-8 (decoded by Python as surrogates) as ``\\xNN``, backslashes doubled."""
+    out = []
+    for ch in name:
+        code = ord(ch)
+        if 0xDC80 <= code <= 0xDCFF:
+            out.append(f"\\x{code - 0xDC00:02x}")
+        elif ch == "\\":
+            out.append("\\\\")
+        elif ch.isprintable():
+            out.append(ch)
+        else:
+            out.append(ch.encode("unicode_escape").decode("ascii"))
+    return "".join(out)
+
+
+@dataclass(frozen=True)
+class Unreadable:
+    """A directory that could not be listed or a file that could not be read."""
+
+    path: str           # as the user would type it: root joined with the relative path
+    kind: str           # "directory" or "file"
+    reason: str         # strerror, e.g. "Permission denied"
+
+    def message(self) -> str:
+        """One line naming the path: ``<path>: cannot list directory (Permission denied)``."""
+        verb = "list" if self.kind == "directory" else "read"
+        return f"{escaped(self.path)}: cannot {verb} {self.kind} ({self.reason})"
+
+
+@dataclass(frozen=True)
+class Link:
+    """A symbolic link met while listing (``followed``: its target was read or descended)."""
+
+    relpath: str
+    target: str
+    followed: bool
+
+
+@dataclass(frozen=True)
+class Listing:
+    """What :func:`list_tree` found: event files (relative paths), links, unreadable dirs."""
+
+    files: tuple[str, ...]
+    links: tuple[Link, ...]
+    unreadable: tuple[Unreadable, ...]
+
+
+Links = Literal["report", "files", "follow"]
+
+
+def _join(root: Path, rel: str) -> str:
+    return str(root / rel) if rel else str(root)
+
+
+def list_tree(root: str | os.PathLike[str], links: Links = "files") -> Listing:
+    """Every event file under directory ``root`` (sorted relative POSIX paths).
+
+    Hidden names (a leading dot) are skipped at every level. ``links``: ``"files"`` reads a
+    linked event file as a file and ignores links to directories (the readers, like
+    ``os.walk``); ``"report"`` follows no link and lists each link to a directory or an
+    event file in :attr:`Listing.links`; ``"follow"`` reads linked files and descends into
+    linked directories once each (no loops), listing them as followed.
+    """
+    base = Path(root)
+    files: list[str] = []
+    found: list[Link] = []
+    unreadable: list[Unreadable] = []
+    st = os.stat(base)
+    seen = {(st.st_dev, st.st_ino)}
+    stack = [""]
+    while stack:
+        rel = stack.pop()
+        try:
+            with os.scandir(base / rel if rel else base) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as exc:
+            unreadable.append(Unreadable(_join(base, rel), "directory", exc.strerror or str(exc)))
+            continue
+        subdirs = []
+        for e in entries:
+            if e.name.startswith("."):
+                continue
+            r = f"{rel}/{e.name}" if rel else e.name
+            if not e.is_symlink():
+                if e.is_dir(follow_symlinks=False):
+                    if links == "follow":            # a followed link may lead back here
+                        key = (e.stat().st_dev, e.stat().st_ino)
+                        if key in seen:
+                            continue
+                        seen.add(key)
+                    subdirs.append(r)
+                elif is_event_file(e.name) and e.is_file(follow_symlinks=False):
+                    files.append(r)
+                continue
+            try:
+                target_st = os.stat(e.path)
+            except OSError:
+                target_st = None                        # dangling: reported as a link
+            is_dir = target_st is not None and stat.S_ISDIR(target_st.st_mode)
+            if not is_dir and not is_event_file(e.name):
+                continue
+            if links == "files":
+                if not is_dir and target_st is not None and stat.S_ISREG(target_st.st_mode):
+                    files.append(r)
+                continue
+            follow = links == "follow" and target_st is not None
+            if follow and is_dir:
+                key = (target_st.st_dev, target_st.st_ino)
+                follow = key not in seen
+                seen.add(key)
+                if follow:
+                    subdirs.append(r)
+            elif follow:
+                follow = stat.S_ISREG(target_st.st_mode)
+                if follow:
+                    files.append(r)
+            found.append(Link(r, os.readlink(e.path), follow))
+        stack.extend(reversed(subdirs))
+    return Listing(tuple(sorted(files)), tuple(sorted(found, key=lambda x: x.relpath)),
+                   tuple(unreadable))
+
+
+@dataclass(frozen=True)
+class RunIndex:
+    """Runs found under a root, and the directories that could not be listed."""
+
+    runs: dict[str, list[EventFile]]
+    unreadable: tuple[Unreadable, ...]
+
+
+def scan(root: str | os.PathLike[str]) -> RunIndex:
+    """Map run name -> its event files (ordered) for every run under ``root``, and list the
+    directories that could not be listed.
 
     ``root`` may also be a single event file (run ``"."``). Raises
-    :class:`~rightsize.errors.InputError` when ``root`` does not exist or holds no event file.
+    :class:`~rightsize.errors.InputError` when ``root`` does not exist, or holds no event file
+    and no directory it could not list.
     """
     base = Path(root)
     if not base.exists():
         raise InputError(f"{root}: no such file or directory")
-    if base.is_file():
+    if not base.is_dir():
         if not is_event_file(base.name):
             raise InputError(f"{root}: not an event file (name lacks '{MARKER}')")
-        return {".": [EventFile(base, base.name, ".", parse_name(base.name))]}
+        return RunIndex({".": [EventFile(base, base.name, ".", parse_name(base.name))]}, ())
+    try:
+        listing = list_tree(base, links="files")
+    except OSError as exc:
+        raise InputError(f"{root}: cannot list directory ({exc.strerror or exc})") from None
     runs: dict[str, list[EventFile]] = {}
-    for dirpath, dirnames, filenames in os.walk(base):
-        dirnames.sort()
-        rel = Path(dirpath).relative_to(base).as_posix()
-        files = []
-        for fname in filenames:
-            full = Path(dirpath, fname)
-            if is_event_file(fname) and full.is_file():
-                relpath = fname if rel == "." else f"{rel}/{fname}"
-                files.append(EventFile(full, relpath, rel, parse_name(fname)))
-        if files:
-            runs[rel] = sorted(files, key=_file_key)
+    for relpath in listing.files:
+        parent, _, name = relpath.rpartition("/")
+        run = parent or "."
+        runs.setdefault(run, []).append(EventFile(base / relpath, relpath, run,
+                                                  parse_name(name)))
     if not runs:
+        if listing.unreadable:
+            first = listing.unreadable[0]
+            raise InputError(f"no event files under {root} that could be read; "
+                             f"{first.message()}",
+                             details=[u.message() for u in listing.unreadable[1:]])
         raise InputError(f"no event files under {root}")
-    return dict(sorted(runs.items()))
+    return RunIndex({run: sorted(files, key=_file_key) for run, files in sorted(runs.items())},
+                    listing.unreadable)
+
+
+def discover(root: str | os.PathLike[str]) -> dict[str, list[EventFile]]:
+    """Map run name -> its event files (ordered), for every run under ``root``
+    (:func:`scan` without the list of unreadable directories)."""
+    return scan(root).runs

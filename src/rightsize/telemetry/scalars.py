@@ -27,7 +27,7 @@ from rightsize.errors import InputError, IntegrityError
 from rightsize.telemetry.events import SCALARS, FileEvents, TagIndex, decode_generic
 from rightsize.telemetry.fastpath import decode_simple
 from rightsize.telemetry.records import Buffer, scan_segments
-from rightsize.telemetry.runs import EventFile, discover
+from rightsize.telemetry.runs import EventFile, Unreadable, scan
 from rightsize.telemetry.table import SCHEMA, FileInfo, Problem, ScalarTable
 
 log = logging.getLogger(__name__)
@@ -77,21 +77,43 @@ def decode_file(data: Buffer, file: str, tags: TagIndex, *, strict: bool = False
 
 @contextlib.contextmanager
 def _opened(f: EventFile) -> Iterator[Buffer]:
-    """The file's bytes: read for small files, memory-mapped for big ones."""
+    """The file's bytes: read for small files, memory-mapped for big ones.
+
+    An ``OSError`` opening or reading the file is raised as :class:`_CannotRead`.
+    """
     try:
         with open(f.path, "rb") as fh:
             size = os.fstat(fh.fileno()).st_size
-            if size < MMAP_BYTES:
-                yield fh.read()
-                return
-            mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+            data = fh.read() if size < MMAP_BYTES else None
+            mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if data is None else None
     except OSError as exc:
-        raise InputError(f"{f.path}: cannot read ({exc.strerror or exc})") from exc
+        raise _CannotRead(Unreadable(str(f.path), "file", exc.strerror or str(exc))) from None
+    if data is not None:
+        yield data
+        return
     try:
         yield mm
     finally:
         with contextlib.suppress(BufferError):   # numpy views may still hold it; GC closes
             mm.close()
+
+
+class _CannotRead(Exception):
+    """An event file could not be opened or read (carries the :class:`Unreadable`)."""
+
+    def __init__(self, what: Unreadable) -> None:
+        super().__init__(what.message())
+        self.what = what
+
+
+def unreadable_error(root: str | os.PathLike[str], unreadable: tuple[Unreadable, ...],
+                     ) -> IntegrityError:
+    """The ``--strict`` error for paths under ``root`` that could not be read: the first
+    named, every one listed in ``details``."""
+    lines = [u.message() for u in unreadable]
+    what = "1 path" if len(lines) == 1 else f"{len(lines)} paths"
+    return IntegrityError(f"{what} under {root} could not be read (first: {lines[0]})",
+                          details=lines)
 
 
 def _run_plugins(decoded: list[_Decoded]) -> dict[int, str]:
@@ -109,12 +131,16 @@ def read_scalars(root: str | os.PathLike[str], tags: str | None = None,
     """Read all scalar points of every run under ``root`` (a directory or one event file).
 
     ``tags`` is an optional glob (``fnmatch``, case-sensitive) selecting tags; values of other
-    tags are skipped before decoding. Damage is reported in :attr:`ScalarTable.problems`;
-    with ``strict`` the first problem raises :class:`~rightsize.errors.IntegrityError`.
-    Raises :class:`~rightsize.errors.InputError` for a missing root or one without event files.
+    tags are skipped before decoding. Damage is reported in :attr:`ScalarTable.problems`, and
+    directories and files that could not be read in :attr:`ScalarTable.unreadable`; with
+    ``strict`` the first damaged record, or (after the walk) any unreadable path, raises
+    :class:`~rightsize.errors.IntegrityError`. Raises :class:`~rightsize.errors.InputError`
+    for a missing root, one without event files, or one where no event file could be read.
     ``on_file``, if given, is called with each file's relative path once it has been decoded.
     """
-    runs = discover(root)
+    found = scan(root)
+    runs = found.runs
+    unreadable = list(found.unreadable)
     index = TagIndex(tags)
     run_names = list(runs)
     infos: list[FileInfo] = []
@@ -124,9 +150,13 @@ def read_scalars(root: str | os.PathLike[str], tags: str | None = None,
     for run_id, (run, files) in enumerate(runs.items()):
         decoded = []
         for f in files:
-            with _opened(f) as data:
-                events, records, probs = decode_file(data, f.relpath, index, strict=strict)
-                decoded.append(_Decoded(f, len(data), records, events, probs))
+            try:
+                with _opened(f) as data:
+                    events, records, probs = decode_file(data, f.relpath, index, strict=strict)
+                    decoded.append(_Decoded(f, len(data), records, events, probs))
+            except _CannotRead as exc:
+                unreadable.append(exc.what)
+                log.debug("cannot read %s", f.path)
             if on_file is not None:
                 on_file(f.relpath)
         plugins = _run_plugins(decoded)
@@ -162,8 +192,14 @@ def read_scalars(root: str | os.PathLike[str], tags: str | None = None,
                 cols["file"].append(np.full(tag.size, file_id, np.int32))
             d.events = None                      # free the per-file buffers early
         log.debug("run %s: %d file(s)", run, len(files))
+    if unreadable and strict:
+        raise unreadable_error(root, tuple(unreadable))
+    if not infos:
+        lines = [u.message() for u in unreadable]
+        raise InputError(f"no event file under {root} could be read (first: {lines[0]})",
+                         details=lines[1:])
     table = _build(cols, run_names, index.names)
-    return ScalarTable(table, tuple(infos), tuple(problems))
+    return ScalarTable(table, tuple(infos), tuple(problems), tuple(unreadable))
 
 
 def _chunks(parts: list[np.ndarray], dtype: str) -> list[np.ndarray]:

@@ -20,6 +20,7 @@ order; re-logged steps are kept as separate rows.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import pyarrow as pa
 
@@ -79,11 +80,13 @@ class FileInfo:
 
 @dataclass(frozen=True)
 class ScalarTable:
-    """All scalar points under a root, the files they came from, and every problem met."""
+    """All scalar points under a root, the files they came from, every problem met, and
+    every directory or file that could not be read (``runs.Unreadable``)."""
 
     columns: pa.Table          # schema SCHEMA
     files: tuple[FileInfo, ...]
     problems: tuple[Problem, ...]
+    unreadable: tuple[Any, ...] = ()
 
     @property
     def runs(self) -> list[str]:

@@ -30,7 +30,9 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
         help="train one probe on cached embeddings, save its checkpoint",
         description=(
             "Train PROBE on the manifest's train split, keep the epoch with the lowest\n"
-            "validation loss, and write the checkpoint (weights + checkpoint.json) to --out.\n"
+            "validation loss, and write the checkpoint (weights + checkpoint.json) to --out:\n"
+            "the whole folder is written beside it and swapped in at the end, so a killed\n"
+            "run leaves the previous folder or the new one, never a mix.\n"
             "Settings come from the params file's `train` block; train.seeds replicas are\n"
             "trained (seed 0 in --out, the others in --out/replicas/r<k>). Seed 0's per-epoch\n"
             "losses go to the --curve CSV and its per-step losses to a tfevents file in\n"
@@ -114,13 +116,18 @@ def run_train(args: argparse.Namespace) -> int:
     """``rightsize train``: fit, select on val, save checkpoint, curve, events, metrics."""
     start = time.perf_counter()
     cfg, device = _setup(args)
-    # bad params fail before fitting
+    # bad params and unwritable outputs fail before fitting
     ecfg = _evaluate_config(args) if args.eval_json or args.missing_json else None
     from dataclasses import asdict
 
+    from rightsize.atomic import check_writable, staged_dir
+
+    check_writable(args.out, args.events, folder=True)
+    check_writable(args.curve, args.metrics, args.eval_json, args.missing_json)
     from rightsize.cohort.arrays import load_arrays
     from rightsize.measure import Timer, hardware_stamp, peak_rss_mb
     from rightsize.probes.checkpoint import save_checkpoint
+    from rightsize.probes.integrity import record_contents
     from rightsize.probes.runlog import RunLog
     from rightsize.probes.seeds import save_replicas, seed_list, train_seeds, train_spread
 
@@ -150,9 +157,10 @@ def run_train(args: argparse.Namespace) -> int:
             "peak_rss_mb_train": peak_train, "hardware": hardware,
             "manifest": {k: arrays.metadata.get(k) for k in ("source", "seed", "format")},
             **fit.extra}
-    with Timer() as t_save:
-        sidecar = save_checkpoint(args.out, fit.probe, fit.arch, info)
-        save_replicas(args.out, fits, seed_list(cfg), {"config": config})
+    with Timer() as t_save, staged_dir(args.out) as staged:    # all of it, or none of it
+        sidecar = save_checkpoint(staged, fit.probe, fit.arch, info)
+        save_replicas(staged, fits, seed_list(cfg), {"config": config})
+        record_contents(staged)
     total = time.perf_counter() - start
     if args.metrics:
         from rightsize.probes.seeds import merge
@@ -208,11 +216,17 @@ def _torch_threads(probe: str, threads: int) -> None:
 def _load(args: argparse.Namespace) -> tuple[Any, Any, Any, dict[str, Any], Any, str]:
     """Shared start of evaluate / missing-modality: configs, arrays, checkpoint."""
     cfg, device = _setup(args)
+    from rightsize.atomic import check_writable
     from rightsize.cohort.arrays import load_arrays
     from rightsize.probes.checkpoint import load_checkpoint, read_sidecar
+    from rightsize.probes.integrity import check_contents
 
     ecfg = _evaluate_config(args)
-    read_sidecar(args.model, args.probe)           # fail fast on a missing/wrong model
+    check_writable(args.json)
+    side = read_sidecar(args.model, args.probe)    # fail fast on a missing/wrong model
+    if not check_contents(args.model, side):
+        console.warn(f"{args.model}: written before model folders recorded their file hashes; "
+                     "cannot check that its files belong together (retrain to record them)")
     arrays = load_arrays(args.manifest)
     _torch_threads(args.probe, cfg.threads)
     probe, sidecar = load_checkpoint(args.model, args.probe, device)

@@ -24,8 +24,11 @@ examples:
   rightsize scalars logs/ -o scalars.parquet --strict   # exit 3 at the first damaged record
 
 Damaged records (bad CRCs, torn tails, garbage) are skipped and reported as warnings on
-stderr; reading resynchronises at the next valid record. Exit codes: 0 ok, 2 bad input
-(missing directory, no event files, bad output suffix), 3 damage under --strict.
+stderr; reading resynchronises at the next valid record. Directories that cannot be listed
+and files that cannot be read are named as warnings too (and counted in --json). Hidden
+(dot) files and folders are not read. Exit codes: 0 ok, 2 bad input (missing directory, no
+event files, nothing readable, bad output suffix), 3 damage or an unreadable path under
+--strict.
 """
 
 
@@ -49,7 +52,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--tags", metavar="GLOB", default=None,
                    help="only tags matching this glob (fnmatch, case-sensitive), e.g. 'Loss/*'")
     p.add_argument("--strict", action="store_true",
-                   help="fail (exit 3) at the first damaged or undecodable record")
+                   help="fail (exit 3) at the first damaged or undecodable record, or when a "
+                        "directory or file cannot be read (all of them listed)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
     p.set_defaults(func=run_scalars)
 
@@ -91,6 +95,8 @@ def summarize(table: ScalarTable, output: str, seconds: float) -> dict:
         "points": cols.num_rows,
         "problems": len(table.problems),
         "problem_kinds": kinds,
+        "unreadable": len(table.unreadable),
+        "unreadable_paths": [u.message() for u in table.unreadable],
         "seconds": round(seconds, 3),
     }
 
@@ -103,13 +109,17 @@ def run_scalars(args: argparse.Namespace) -> int:
         # This verb does no linear algebra: one OpenBLAS thread instead of one per core
         # saves about 0.1 s of numpy start-up (no effect once numpy is loaded).
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    from rightsize.atomic import check_writable
     from rightsize.telemetry.scalars import read_scalars, write_table
 
+    check_writable(args.output)
     start = time.perf_counter()
     with files_progress(args.root) as on_file:
         table = read_scalars(args.root, tags=args.tags, strict=args.strict, on_file=on_file)
     for problem in table.problems:
         console.warn(problem.message())
+    for u in table.unreadable:
+        console.warn(u.message())
     write_table(table, args.output)
     summary = summarize(table, args.output, time.perf_counter() - start)
     if args.json:
@@ -118,5 +128,11 @@ def run_scalars(args: argparse.Namespace) -> int:
     elif not console.quiet():
         print(f"{summary['points']} points, {summary['tags']} tags, {summary['runs']} runs, "
               f"{summary['files']} files ({summary['header_only_files']} header-only), "
-              f"{summary['problems']} problems -> {args.output} ({summary['seconds']} s)")
+              f"{summary['problems']} problems{_unread(summary)} -> {args.output} "
+              f"({summary['seconds']} s)")
     return 0
+
+
+def _unread(summary: dict) -> str:
+    n = summary["unreadable"]
+    return f", {n} unreadable paths" if n else ""

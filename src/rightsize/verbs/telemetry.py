@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from rightsize import console
-from rightsize.errors import InputError, IntegrityError
+from rightsize.errors import DataError, InputError, IntegrityError
 
 _RAW = argparse.RawDescriptionHelpFormatter
 
@@ -105,32 +105,60 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     g.add_argument("--val-csv", metavar="PATH", help="write epoch,step,value (DVC plots)")
     g.add_argument("--format", choices=("text", "json"), default="text",
                    help="stdout format (default text)")
-    g.add_argument("--strict", action="store_true", help="exit 3 on any damaged record")
+    g.add_argument("--strict", action="store_true",
+                   help="exit 3 on any damaged record or unreadable path (all listed)")
     p.set_defaults(func=run_telemetry)
 
     p = sub.add_parser(
         "rescue", parents=[common], formatter_class=_RAW,
-        help="copy event files into a folder with a SHA256SUMS manifest",
-        description="Copy every event file under SRC to DEST (same relative paths, temp file "
-                    "and rename), refuse to overwrite a different file, write DEST/SHA256SUMS "
-                    "and re-read the copy to verify it.",
-        epilog="example:\n  rightsize rescue /scratch/job123/tb data/telemetry/job123 "
-               "--json -")
+        help="copy event files into a folder with SHA256SUMS, atomically",
+        description="Copy every event file under SRC to DEST (same relative paths) as one "
+                    "transaction: the files are copied into a hidden folder beside DEST, "
+                    "re-read against the hash taken while copying, listed in SHA256SUMS "
+                    "(sha256sum format: `sha256sum -c SHA256SUMS` checks it), and only then "
+                    "renamed into place. On any failure, Ctrl-C or kill, DEST is left exactly "
+                    "as it was. A non-empty DEST is refused unless --into-existing. Hidden "
+                    "(dot) files and folders are not copied; a file name holding a newline is "
+                    "refused (SHA256SUMS cannot list it).",
+        epilog="exit codes: 0 copied and verified; 2 bad input (SRC, DEST, an unreadable path, "
+               "a non-empty DEST);\n  3 a file in DEST differs from its source, or the copy "
+               "does not verify.\n\n"
+               "example:\n  rightsize rescue /scratch/job123/tb data/telemetry/job123 --json -\n"
+               "  rightsize rescue /scratch/job123/tb data/telemetry/job123 --into-existing"
+               "   # the run went on")
     p.add_argument("src", metavar="SRC")
     p.add_argument("dest", metavar="DEST")
-    p.add_argument("--json", metavar="PATH", help="write {dest, copied, unchanged, files, bytes} "
-                   "as JSON; '-' prints it on stdout instead of the summary line")
+    p.add_argument("--into-existing", action="store_true",
+                   help="add to an earlier rescue in DEST: copy new files, update each file "
+                        "that grew since (its old bytes a prefix of the new), keep the rest; "
+                        "any other difference is refused (exit 3). SHA256SUMS is rewritten "
+                        "under a lock, so concurrent rescues lose no entries")
+    p.add_argument("--skip-unreadable", action="store_true",
+                   help="leave out directories and files that cannot be read (each one warned "
+                        "about and recorded as a '# skipped ...' line in SHA256SUMS) instead "
+                        "of failing with exit 2")
+    p.add_argument("--follow-links", action="store_true",
+                   help="copy what symbolic links point to (each one reported); by default a "
+                        "link is reported and not copied")
+    p.add_argument("--json", metavar="PATH", help="write {dest, copied, updated, unchanged, "
+                   "files, bytes, skipped, links} as JSON; '-' prints it on stdout instead of "
+                   "the summary line")
     p.set_defaults(func=run_rescue)
 
     p = sub.add_parser(
         "verify", parents=[common], formatter_class=_RAW,
         help="check a folder against its SHA256SUMS (exit 3 if not)",
         description="Re-hash every file listed in DIR/SHA256SUMS. Missing, extra and mismatched "
-                    "files are named one per line on stderr and the command exits 3.",
+                    "files are named one per line on stderr and the command exits 3. A "
+                    "directory or listed file that cannot be read is named too, and the "
+                    "command exits 2 (3 with --strict). Paths a `rescue --skip-unreadable` "
+                    "recorded as skipped are shown as warnings.",
         epilog="example:\n  rightsize verify data/telemetry/demo --json metrics/verify/demo.json")
     p.add_argument("dir", metavar="DIR")
     p.add_argument("--json", metavar="PATH", help="write {ok, files, bytes, missing, extra, "
-                   "mismatched}; '-' prints it on stdout instead of the summary line")
+                   "mismatched, unreadable}; '-' prints it on stdout instead of the summary line")
+    p.add_argument("--strict", action="store_true",
+                   help="exit 3 (integrity failure) instead of 2 when a path cannot be read")
     p.set_defaults(func=run_verify)
 
     p = sub.add_parser(
@@ -183,35 +211,48 @@ def _config(args: argparse.Namespace) -> Any:
 def run_telemetry(args: argparse.Namespace) -> int:
     """The ``telemetry`` verb."""
     from rightsize import atomic
-    from rightsize.telemetry.cost_report import cost_reports
+    from rightsize.telemetry.cost_report import cost_reports, live_tails
     from rightsize.telemetry.render import render_report, render_runs
-    from rightsize.telemetry.scalars import read_scalars
+    from rightsize.telemetry.scalars import read_scalars, unreadable_error
     from rightsize.verbs.scalars import files_progress
 
     cfg = _config(args)
+    atomic.check_writable(args.json, args.val_csv)
     root = Path(args.run_dir)
     with files_progress(args.run_dir) as on_file:
         table = read_scalars(root, strict=False, on_file=on_file)
     if not table.files:
         raise InputError(f"{root}: no event files (events.out.tfevents.*) found")
-    reports = cost_reports(table, cfg)
+    if args.strict and table.unreadable:
+        raise unreadable_error(root, table.unreadable)
+    for u in table.unreadable:
+        console.warn(u.message())
+    live = live_tails(table)
+    damaged = [p for p in table.problems if (p.file, p.offset) not in live]
+    if args.strict and damaged:
+        raise IntegrityError(f"{len(damaged)} damaged records under {root} "
+                             f"(first: {damaged[0].message()})", details=_listed(damaged))
+    try:
+        reports = cost_reports(table, cfg)
+    except DataError as exc:
+        if not damaged:
+            raise
+        raise DataError(f"{exc}: {len(damaged)} damaged records (first: "
+                        f"{damaged[0].message()})", details=_listed(damaged)) from None
     seen = set()
     for r in reports.values():
         for w in r["warnings"]:
             if w not in seen:
                 seen.add(w)
                 console.warn(w)
-    live = {(p["file"], p["offset"]) for r in reports.values() for p in r["partial_tail"]}
     for name, offset in sorted(live):
         console.info(f"{name}: unfinished last record at byte {offset} (a file still being "
                      "written; not damage)")
-    damaged = [p for p in table.problems if (p.file, p.offset) not in live]
-    if args.strict and damaged:
-        first = damaged[0]
-        raise IntegrityError(f"{len(damaged)} damaged records under {root} "
-                             f"(first: {first.message()})")
     single = len(reports) == 1
-    doc = _clean(next(iter(reports.values())) if single else {"runs": reports})
+    doc = next(iter(reports.values())) if single else {"runs": reports}
+    doc["unreadable"] = len(table.unreadable)
+    doc["unreadable_paths"] = [u.message() for u in table.unreadable]
+    doc = _clean(doc)
     if args.json:
         console.emit_json(args.json, doc)
     if args.val_csv:
@@ -232,41 +273,88 @@ def run_telemetry(args: argparse.Namespace) -> int:
     return 0
 
 
+def _paths(n: int) -> str:
+    return f"{n} path" if n == 1 else f"{n} paths"
+
+
+LISTED = 50     # damaged records named one per line before an error (the rest counted)
+
+
+def _listed(problems: list[Any]) -> list[str]:
+    """Warning lines for damaged records after the first: up to :data:`LISTED`, then a count."""
+    lines = [p.message() for p in problems[1:LISTED + 1]]
+    if len(problems) > LISTED + 1:
+        lines.append(f"... and {len(problems) - LISTED - 1} more damaged records")
+    return lines
+
+
 def _csv(text: str) -> str:
     return f'"{text.replace(chr(34), chr(34) * 2)}"' if any(c in text for c in ',"\n') else text
 
 
 def run_rescue(args: argparse.Namespace) -> int:
     """The ``rescue`` verb."""
+    from rightsize import atomic
     from rightsize.telemetry.rescue import rescue
 
+    atomic.check_writable(args.json)
     with console.task(f"rescue: copying and hashing the event files of {args.src}"):
-        res = rescue(args.src, args.dest)
+        res = rescue(args.src, args.dest, into_existing=args.into_existing,
+                     skip_unreadable=args.skip_unreadable, follow_links=args.follow_links)
+    src = Path(args.src)
+    for link in res.links:
+        console.warn(f"{src / link.relpath}: symbolic link to {link.target}: " + (
+            "followed, its target copied (--follow-links)" if link.followed else
+            "not followed, not copied (a loop, a dangling link or not a file)"
+            if args.follow_links else
+            "not followed, not copied (--follow-links copies what it points to)"))
+    for u in res.skipped:
+        console.warn(f"{u.message()}: skipped (--skip-unreadable), recorded in "
+                     f"{Path(args.dest) / 'SHA256SUMS'}")
     if args.json:
         console.emit_json(args.json, {
-            "dest": str(args.dest), "copied": len(res.copied), "unchanged": len(res.unchanged),
+            "dest": str(args.dest), "copied": len(res.copied), "updated": len(res.updated),
+            "unchanged": len(res.unchanged),
             "files": res.verify.files if res.verify is not None else None, "bytes": res.bytes,
-            "copied_files": list(res.copied), "unchanged_files": list(res.unchanged)})
+            "skipped": len(res.skipped), "copied_files": list(res.copied),
+            "updated_files": list(res.updated), "unchanged_files": list(res.unchanged),
+            "skipped_paths": [u.message() for u in res.skipped],
+            "links_followed": [lk.relpath for lk in res.links if lk.followed],
+            "links_not_followed": [lk.relpath for lk in res.links if not lk.followed]})
     if args.json != "-":
-        print(f"{args.dest}: {len(res.copied)} copied, {len(res.unchanged)} unchanged, "
-              f"{res.bytes:,} bytes; SHA256SUMS verified")
+        skipped = f", {len(res.skipped)} skipped" if res.skipped else ""
+        print(f"{args.dest}: {len(res.copied)} copied, {len(res.updated)} updated, "
+              f"{len(res.unchanged)} unchanged{skipped}, {res.bytes:,} bytes; "
+              "SHA256SUMS verified")
     return 0
 
 
 def run_verify(args: argparse.Namespace) -> int:
     """The ``verify`` verb."""
-    from rightsize.telemetry.rescue import verify
+    from rightsize import atomic
+    from rightsize.telemetry.manifest import verify
 
+    atomic.check_writable(args.json)
     with console.task(f"verify: hashing the files listed in {Path(args.dir) / 'SHA256SUMS'}"):
         res = verify(args.dir)
     if args.json:
         console.emit_json(args.json, res.to_json())
-    if not res.ok:
-        lines = res.problems()
-        for line in lines:
-            console.warn(f"{Path(args.dir) / line}")
+    for line in res.skipped:
+        console.warn(f"{Path(args.dir) / 'SHA256SUMS'} records a path the rescue could not "
+                     f"read: {line}")
+    lines = res.problems()
+    for line in lines:
+        console.warn(f"{Path(args.dir) / line}")
+    unread = [u.message() for u in res.unreadable]
+    for line in unread:
+        console.warn(line)
+    if lines:
         raise IntegrityError(f"{args.dir}: {len(lines)} files fail SHA256SUMS "
                              f"(first: {lines[0]})")
+    if unread:
+        error = IntegrityError if args.strict else InputError
+        raise error(f"{args.dir}: {_paths(len(unread))} cannot be read, so not verified "
+                    f"(first: {unread[0]})")
     if args.json != "-":
         print(f"{args.dir}: {res.files} files, {res.bytes:,} bytes match SHA256SUMS")
     return 0
