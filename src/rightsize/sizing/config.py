@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from rightsize.errors import ParamsError
 from rightsize.params import require, require_one_of
@@ -28,7 +29,7 @@ RETIRED_KEYS: dict[str, str] = {
                              "(a committed GPU file), else estimated from measured FLOPs at "
                              "sizing.estimate.utilisation",
     "seconds_per_record": "the record geometry is encoder_bench.models.<model> "
-                          "(crops_per_record x 5 s crops)",
+                          "(crops_per_record x 5 s crops, clips_per_record clips)",
     "hidden_dim": "the hidden width comes from encoder_bench.models.<model>.size",
     "layers_kept": "use sizing.models.<model>.layers_kept",
     "records": "records come from the manifest (paired_cohort) and sizing.scenarios",
@@ -47,6 +48,13 @@ def _positive_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value > 0
 
 
+#: Geometry keys of each encoder family (``None`` in params = the family's default).
+GEOMETRY_KEYS: dict[str, tuple[str, ...]] = {
+    "hubert_ecg": ("crops_per_record",),
+    "echojepa": ("clips_per_record", "frames", "resolution"),
+}
+
+
 @dataclass(frozen=True)
 class EncoderModelConfig:
     """One encoder to benchmark (``encoder_bench.models.<name>``).
@@ -55,14 +63,19 @@ class EncoderModelConfig:
     ``cpu_timing_layers`` times a truncated model of that depth on CPU (same input shape
     and width) and scales the time by the FLOP ratio to the full depth; ``null`` times the
     full model. ``preprocess_records`` ECG files are written and preprocessed (0 = skip).
+    The geometry keys belong to one family each (:data:`GEOMETRY_KEYS`); unset, they take
+    the family's default (:class:`~rightsize.sizing.encoders.EcgGeometry`: one 5 s crop;
+    :class:`~rightsize.sizing.encoders.VideoGeometry`: EchoJEPA's 224 px, 16 frames, two
+    clips per video).
     """
 
     family: str
     size: str
     batch_sizes: tuple[int, ...]
-    crops_per_record: int = 2
-    frames: int = 16
-    resolution: int = 256
+    crops_per_record: int | None = None
+    clips_per_record: int | None = None
+    frames: int | None = None
+    resolution: int | None = None
     cpu_timing_layers: int | None = None
     preprocess_records: int = 0
 
@@ -73,14 +86,28 @@ class EncoderModelConfig:
         check_family_size(self.family, self.size, key)
         require(bool(self.batch_sizes) and all(_positive_int(b) for b in self.batch_sizes),
                 f"{key}.batch_sizes", f"must be positive integers, got {list(self.batch_sizes)}")
-        for name in ("crops_per_record", "frames", "resolution"):
-            require(_positive_int(getattr(self, name)), f"{key}.{name}",
-                    f"must be a positive integer, got {getattr(self, name)!r}")
+        own = GEOMETRY_KEYS[self.family]
+        for name in (n for keys in GEOMETRY_KEYS.values() for n in keys):
+            value = getattr(self, name)
+            if value is None:
+                continue
+            require(name in own, f"{key}.{name}",
+                    f"does not apply to {self.family} (its geometry keys: {', '.join(own)})")
+            require(_positive_int(value), f"{key}.{name}",
+                    f"must be a positive integer, got {value!r}")
         if self.cpu_timing_layers is not None:
             require(_positive_int(self.cpu_timing_layers), f"{key}.cpu_timing_layers",
                     f"must be a positive integer or null, got {self.cpu_timing_layers!r}")
         require(isinstance(self.preprocess_records, int) and self.preprocess_records >= 0,
                 f"{key}.preprocess_records", f"must be >= 0, got {self.preprocess_records!r}")
+
+    def geometry(self) -> Any:
+        """The model input geometry: the family's defaults with the keys set here."""
+        from rightsize.sizing.encoders import EcgGeometry, VideoGeometry
+
+        cls = EcgGeometry if self.family == "hubert_ecg" else VideoGeometry
+        return cls(**{n: getattr(self, n) for n in GEOMETRY_KEYS[self.family]
+                      if getattr(self, n) is not None})
 
 
 @dataclass(frozen=True)
