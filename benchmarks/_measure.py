@@ -37,6 +37,7 @@ class Measurement:
     stdout: str
     stderr: str
     timed_out: bool = False
+    cpu_s: float = 0.0          # user + system CPU seconds of the child (its own work)
 
 
 def run_process(argv: list[str], *, cwd: str | os.PathLike[str] | None = None,
@@ -78,6 +79,7 @@ def run_process(argv: list[str], *, cwd: str | os.PathLike[str] | None = None,
             stdout=out.read().decode("utf-8", "replace"),
             stderr=err.read().decode("utf-8", "replace"),
             timed_out=fired.is_set(),
+            cpu_s=usage.ru_utime + usage.ru_stime,
         )
 
 

@@ -36,18 +36,29 @@ SEGMENTS = [("gpu-node-a", 4242, 0, 3000, 0.0, 1.2), ("gpu-node-b", 777, 3000, 6
             ("gpu-node-a", 4300, 9000, 3000, 6.0, 1.18)]
 SCHEDULES = [(1, 2.0), (5, 10.0), (12, 24.0)]      # epochs, compute hours
 GPUS = 8
-# The sizing stage's inputs: a HuBERT-ECG base bench file (186 tokens per 10 s record, 13
-# hidden states of 768, 38.3 GFLOP, 200 records/s per core preprocessing) and the block.
-ECG_BENCH = {"family": "hubert_ecg", "size": "base", "geometry": {"crops_per_record": 2},
-             "tokens_per_record": 186, "hidden_size": 768, "hidden_states": 13,
-             "flops_per_record": 38.3e9, "device": "cpu", "records_per_s": 1.2,
-             "timing": {"extrapolated": False}, "preprocess": {"records_per_s_per_core": 200.0},
+# The sizing stage's inputs: a HuBERT-ECG base bench file (93 tokens per record: the first
+# 5 s, 13 hidden states of 768, 19.1 GFLOP, 1.2 records/s on 1 thread, 200 records/s per
+# core preprocessing of 120 kB files), the disk measured (500 MB/s writes, 1 GB/s reads,
+# 52 GB free) and the block.
+ECG_BENCH = {"family": "hubert_ecg", "size": "base", "geometry": {"crops_per_record": 1},
+             "inputs_per_record": 1, "tokens_per_input": 93,
+             "tokens_per_record": 93, "hidden_size": 768, "hidden_states": 13,
+             "flops_per_record": 19.1e9, "device": "cpu", "records_per_s": 1.2, "best_batch": 4,
+             "timing": {"extrapolated": False},
+             "preprocess": {"records_per_s_per_core": 200.0, "record_file_bytes": 120_000},
              "hardware": HARDWARE}
 SIZING = {"models": {"ecg": {"layers_kept": 4, "keep": "tokens"}}, "dtype": "float16",
-          "scenarios": {"full_corpus": {"ecg": 1_000_000}},
-          "ask": {"scenario": "full_corpus", "models": ["ecg"]},
+          "scenarios": {"ecg_corpus": {"ecg": {"records": 1_000_000,
+                                               "source": "MIMIC-IV-ECG v1.0 (PhysioNet)"}}},
+          "ask": {"scenario": "ecg_corpus", "models": ["ecg"]},
           "estimate": {"gpu": "NVIDIA A100", "peak_tflops": 312.0, "utilisation": [0.2, 0.5]},
-          "disk": {"path": ".", "quota": "1TB"}}
+          "disk": {"path": ".", "quota": "500GB"}}
+DISK = {"path": ".", "free_bytes": 52_000_000_000, "where": "this machine's path",
+        "write": {"format": "npy", "shards": 4, "shard_bytes": 64_000_000,
+                  "bytes_per_s": 5e8, "bytes_per_s_shard_min": 5e8,
+                  "bytes_per_s_shard_max": 5e8},
+        "read": {"files": 200, "file_bytes": 120_000, "bytes_per_s": 1e9,
+                 "page_cache": "dropped before reading (posix_fadvise DONTNEED)"}}
 
 
 def demo_telemetry() -> dict:
@@ -172,13 +183,14 @@ def write_metrics(metrics: Path) -> None:
 
 
 def sizing_result() -> dict:
-    """What the sizing stage writes for :data:`SIZING` over :data:`ECG_BENCH`."""
+    """What the sizing stage writes for :data:`SIZING` over :data:`ECG_BENCH` and :data:`DISK`."""
     from rightsize.params import parse
-    from rightsize.sizing.config import SizingConfig
+    from rightsize.sizing.config import ScenarioCount, SizingConfig
     from rightsize.sizing.plan import size_all
 
     cfg = parse(SizingConfig, SIZING, "sizing")
-    return size_all(cfg, {"ecg": ECG_BENCH}, {}, {"ecg": 1208}, 52_000_000_000)
+    paired = {"ecg": ScenarioCount(1173, "synthetic cohort: manifest")}
+    return size_all(cfg, {"ecg": ECG_BENCH}, {}, paired, DISK)
 
 
 def write_params(path: Path, report: dict | None = None, runs: tuple[str, ...] = ("demo",)) -> Path:

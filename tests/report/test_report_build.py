@@ -69,17 +69,21 @@ def test_report_opens_with_verdicts_carrying_measurements(full_build):
     assert "Intel(R) Xeon(R) CPU @ 2.20GHz" in gpu_line and "1 thread" in gpu_line
     assert f"peak RSS {fmt.megabytes(peak)}" in gpu_line
 
-    # 1M records x 38.3 GFLOP at 50 % / 20 % of 312 TFLOP/s = 0.068-0.17 GPU-hours;
-    # 1M x 186 x 768 x 4 layers x 2 B = 1.14 TB: over the 52 GB free and the 1 TB quota.
-    # Preprocessing 1M / 200 per s = 1.39 CPU-hours over 8 cores = 0.174 h > 0.17 GPU-hours.
+    # 1M records x 93 tokens x 768 x 4 layers x 2 B = 571 GB: over the 52 GB free and the
+    # 500 GB quota. This CPU: 1M / 1.2 records/s + 1M / 200 preprocessing = 233 h > 24 h.
+    # One GPU: compute 1.91e16 FLOP at 50-20 % of 312 TFLOP/s = 123-307 s, preprocessing
+    # 1M / (200 x 8 cores) = 625 s, reading 120 GB at 1 GB/s = 120 s, writing 571 GB at
+    # 500 MB/s = 1,143 s: bound by writing, 19 min, 0.32 GPU-hours.
     sizing_line = next(line for line in verdict_block.splitlines() if "re-extraction" in line)
-    assert "0.068-0.17 GPU-hours on NVIDIA A100 (estimated, no GPU measurement" in sizing_line
-    assert "1.14 TB" in sizing_line and "fits the 52 GB free at .: NO" in sizing_line
-    assert "the 1 TB quota: NO" in sizing_line
-    assert "bound by ecg: preprocessing (CPU) (full_corpus: ecg 1,000,000 records" in sizing_line
-    section = md.split("GPU and storage sizing: re-extraction", 1)[1]
-    assert "| tokens per record | 500 | 186 (ecg base, output shapes) |" in section
-    assert "| storage | 3.07 TB | 1.14 TB |" in section
+    assert "1 GPU (NVIDIA A100, estimated; 8 CPU cores per GPU): 19 min wall-clock, 0.32 " \
+           "GPU-hours, 571 GB of float16 shards, bound by writing" in sizing_line
+    assert "this machine's 1 core (Intel(R) Xeon(R) CPU @ 2.20GHz, measured) would take 233 h, " \
+           "over the deadline" in sizing_line
+    assert "ecg 1,000,000 ECG records, source: MIMIC-IV-ECG v1.0 (PhysioNet)" in sizing_line
+    assert "fits the 52 GB free at .: NO" in sizing_line and "the 500 GB quota: NO" in sizing_line
+    section = md.split("Re-extraction sizing: cheapest hardware first", 1)[1]
+    assert "| tokens per record | 500 | 93 (ecg base, 1 crop, output shapes) |" in section
+    assert "| storage | 3.07 TB | 571 GB |" in section
 
     run_line = next(line for line in verdict_block.splitlines() if "run demo" in line)
     tel = demo_telemetry()
@@ -122,12 +126,16 @@ def test_probe_sections(full_build):
     assert f"| all probes |   |   | {fmt.seconds(sum(t + e for t, e, _, _ in PROBES.values()))}" \
         in probes
     assert "| 8 (configured) |" in probes
-    sizing = probes.split("GPU and storage sizing: re-extraction", 1)[1]
-    assert re.search(r"^\| full_corpus / ecg \| 1,000,000 \| 186,000,000 \| 1\.14 TB \(tokens, "
-                     r"4 layer\(s\), float16\) \| 3\.71 TB \| 0\.068-0\.17 GPU-hours \| "
-                     r"estimated \| 1\.39 CPU-hours \| preprocessing \(CPU\) \|$", sizing, re.M)
-    assert "| ecg | hubert_ecg base | 186 | 38.3 GFLOP | 1.20 | 200 | Intel(R) Xeon(R) CPU" \
+    sizing = probes.split("Re-extraction sizing: cheapest hardware first", 1)[1]
+    assert "| ecg_corpus / ecg | 1,000,000 ECG records (MIMIC-IV-ECG v1.0 (PhysioNet)) | 233 h " \
+           "(measured), bound by compute | 19 min, 2.54 GPU-h (estimated), bound by writing | " \
+           "1 GPU: 19 min, 0.32 GPU-h | 571 GB (4 x 143 GB, over the free space) | 1.14 TB |" \
         in sizing
+    assert "| paired_cohort / ecg | 1,173 ECG records (synthetic cohort: manifest) |" in sizing
+    assert "| ecg | hubert_ecg base | 93 x 1 = 93 | 19.1 GFLOP | 1.2 at batch 4 | 200 | " \
+           "Intel(R) Xeon(R) CPU" in sizing
+    assert "assumes bf16/fp16 tensor cores" in sizing
+    assert "the target machine's disk must be measured there" in sizing
     assert "| device | cpu |" in probes and "| torch | 2.13.0+cpu |" in probes
     assert "Across seeds" not in md          # only with --seeds-json
 

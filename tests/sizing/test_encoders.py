@@ -29,13 +29,16 @@ def test_conv_arithmetic_by_hand() -> None:
     assert EcgGeometry().input_samples == 6000
     assert conv_lengths(6000) == [1498, 748, 373, 186, 93]
     assert expected_tokens(make_spec("hubert_ecg", "base", EcgGeometry())) == 93
-    # 16 frames / tubelet 2 x (256 / 16)^2 patches
-    assert expected_tokens(make_spec("echojepa", "vitl", VideoGeometry())) == 2048
+    # EchoJEPA's evaluation: 16 frames / tubelet 2 x (224 / 16)^2 patches, two clips a video
+    assert VideoGeometry() == VideoGeometry(frames=16, resolution=224, clips_per_record=2)
+    assert expected_tokens(make_spec("echojepa", "vitl", VideoGeometry())) == 1568
+    assert expected_tokens(make_spec("echojepa", "vitl", VideoGeometry(resolution=256))) == 2048
+    assert EcgGeometry().crops_per_record == 1
 
 
 MODELS = ([("hubert_ecg", size, HUBERT_SIZES[size], EcgGeometry(crops_per_record=2), 93)
            for size in HUBERT_SIZES]
-          + [("echojepa", size, VJEPA2_SIZES[size], VideoGeometry(), 2048)
+          + [("echojepa", size, VJEPA2_SIZES[size], VideoGeometry(), 1568)
              for size in VJEPA2_SIZES])
 
 
@@ -54,6 +57,20 @@ def test_tokens_and_flops_from_the_model(family, size, arch, geometry, tokens) -
 def test_other_geometry_moves_the_tokens() -> None:
     spec = make_spec("echojepa", "vitl", VideoGeometry(frames=8, resolution=224))
     assert count_shapes_and_flops(spec)["tokens_per_state"][-1] == 4 * 14 * 14
+    wide = make_spec("echojepa", "vitl", VideoGeometry(resolution=256))
+    assert count_shapes_and_flops(wide)["tokens_per_state"][-1] == 8 * 16 * 16
+
+
+def test_echo_record_is_a_video_of_clips() -> None:
+    spec = make_spec("echojepa", "vitl", VideoGeometry(frames=2, resolution=32))
+    out = bench_encoder(spec, "cpu", (1, 2), repeats=3, warmup=0, cpu_timing_layers=1)
+    assert out["inputs_per_record"] == 2 and out["tokens_per_input"] == 1 * 2 * 2
+    assert out["tokens_per_record"] == 8
+    assert out["geometry"] == {"frames": 2, "resolution": 32, "clips_per_record": 2,
+                               "patch": 16, "tubelet": 2}
+    assert out["bytes_per_record"]["float16"]["pooled_one_layer"] == 2 * 1024 * 2
+    one = out["throughput"]["batch_1"]                          # one clip = half a video
+    assert one["records_per_s"] == pytest.approx(0.5 / one["median_s"])
 
 
 def test_real_forward_on_cpu_has_the_meta_shapes() -> None:

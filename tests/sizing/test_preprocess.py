@@ -25,15 +25,34 @@ def test_record_file_is_wfdb_format_16(tmp_path: Path) -> None:
     assert raw.dtype == np.int16 and raw.std() > 100
 
 
-def test_crops_decimated_per_lead_and_flattened_lead_after_lead(tmp_path: Path) -> None:
+def test_default_is_the_first_5_s_as_the_reference_dump_keeps(tmp_path: Path) -> None:
+    g = EcgGeometry()
+    assert g.crops_per_record == 1
+    (path,) = write_records(tmp_path, g, 1, seed=2)
+    out = preprocess_record(path, g)
+    assert out.shape == (1, 6000) and out.dtype == np.float32
+    raw = np.fromfile(path, dtype="<i2").reshape(5000, 12).astype(np.float32) / ADC_GAIN
+    first_5s = raw[:2500].T.reshape(-1)                  # crop, then flatten lead after lead
+    np.testing.assert_allclose(out[0], decimate(first_5s, 5, zero_phase=True), rtol=1e-4,
+                               atol=1e-5)
+
+
+def test_crop_flatten_then_decimate_as_hubert_ecg_does(tmp_path: Path) -> None:
+    """Decimating the flattened crop (HuBERT-ECG's hubert_ecg/dataset.py order) filters
+    across the lead borders: it differs from per-lead decimation there, not mid-lead."""
     g = EcgGeometry(crops_per_record=2)
     (path,) = write_records(tmp_path, g, 1, seed=3)
     out = preprocess_record(path, g)
-    assert out.shape == (2, 6000) and out.dtype == np.float32
+    assert out.shape == (2, 6000)
     raw = np.fromfile(path, dtype="<i2").reshape(5000, 12).astype(np.float32) / ADC_GAIN
-    # crop 1 (samples 2500-4999), lead 7: its 500 decimated samples sit at 7*500 ... 8*500
-    lead7 = decimate(raw[2500:5000, 7], 5, zero_phase=True)
-    np.testing.assert_allclose(out[1, 3500:4000], lead7, rtol=1e-4, atol=1e-5)
+    crop1 = raw[2500:5000].T                                   # (12, 2500), second 5 s
+    np.testing.assert_allclose(out[1], decimate(crop1.reshape(-1), 5, zero_phase=True),
+                               rtol=1e-4, atol=1e-5)
+    per_lead = decimate(crop1, 5, axis=-1, zero_phase=True).reshape(-1)
+    border = slice(7 * 500 - 3, 7 * 500 + 3)                   # lead 6 | lead 7
+    middle = slice(7 * 500 + 200, 7 * 500 + 300)               # inside lead 7
+    assert np.abs(out[1, border] - per_lead[border]).max() > 1e-3
+    np.testing.assert_allclose(out[1, middle], per_lead[middle], atol=1e-3)
 
 
 def test_short_record_is_an_error(tmp_path: Path) -> None:

@@ -23,7 +23,10 @@ from typing import Any
 
 from rightsize.sizing import memory
 from rightsize.sizing.encoders import (
+    PATCH,
+    TUBELET,
     EncoderSpec,
+    VideoGeometry,
     analytic_flops,
     build_model,
     example_input,
@@ -39,6 +42,14 @@ FLOPS_NOTE = ("torch.utils.flop_counter over one forward on the meta device: mat
               "convolutions and attention products, a multiply-add = 2 FLOPs; elementwise "
               "ops (norms, activations, softmax) not counted")
 _LAYER_MODULE = re.compile(r"\.(?:encoder\.layers|encoder\.layer)\.\d+$")
+
+
+def geometry_dict(spec: EncoderSpec) -> dict[str, Any]:
+    """The input geometry as a bench file records it (a GPU file must match it to be used)."""
+    out: dict[str, Any] = dict(vars(spec.geometry))
+    if isinstance(spec.geometry, VideoGeometry):
+        out.update(patch=PATCH, tubelet=TUBELET)
+    return out
 
 
 def count_shapes_and_flops(spec: EncoderSpec, layers: int | None = None) -> dict[str, Any]:
@@ -160,7 +171,7 @@ def bench_encoder(spec: EncoderSpec, device: str, batch_sizes: tuple[int, ...], 
     bytes_per_record = {
         dt: {"one_layer": per_record_tokens * hidden * width,
              "all_layers": per_record_tokens * hidden * states * width,
-             "pooled_one_layer": hidden * width}
+             "pooled_one_layer": n_in * hidden * width}
         for dt, width in DTYPE_BYTES.items()}
     return {
         "family": spec.family,
@@ -168,7 +179,7 @@ def bench_encoder(spec: EncoderSpec, device: str, batch_sizes: tuple[int, ...], 
         "architecture": {"hidden": spec.arch.hidden, "layers": spec.arch.layers,
                          "heads": spec.arch.heads, "ffn": spec.arch.ffn,
                          "params": full["params"]},
-        "geometry": {k: v for k, v in vars(spec.geometry).items()},
+        "geometry": geometry_dict(spec),
         "input_shape": "x".join(str(d) for d in spec.input_shape),
         "inputs_per_record": n_in,
         "tokens_per_input": per_input,

@@ -1,16 +1,18 @@
 """The ``encoder_bench`` and ``sizing`` params blocks as frozen dataclasses, checked once.
 
-``encoder_bench.models.<name>`` picks an encoder family and size and how to time it;
-``sizing`` says which scenarios to size from the bench files, what is kept per record,
-the GPU assumed for an estimate when no GPU file exists, and the disk. Keys of the old
-asserted calculator (``tokens_per_second``, ``records_per_s_per_gpu`` ...) are errors that
-say what replaced them.
+``encoder_bench.models.<name>`` picks an encoder family and size, its input geometry and
+how to time it; ``sizing`` says which scenarios to size (every count with its source),
+what is kept per record, the deadline, the GPUs, the GPU assumed for an estimate when no
+GPU file exists, the disk whose write rate is measured, and optional prices. Retired keys
+(the asserted calculator's ``tokens_per_second`` ..., the unsourced ``expansion`` and
+``full_corpus`` scenarios) are errors that say what replaced them.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from rightsize.errors import ParamsError
 from rightsize.params import require, require_one_of
@@ -18,6 +20,7 @@ from rightsize.sizing.units import DTYPE_BYTES
 
 COMPUTE_DTYPES = ("float32", "bfloat16", "float16")
 KEEP = ("tokens", "pooled")
+SHARD_FORMATS = ("npy", "parquet")
 PAIRED = "paired_cohort"
 
 #: Keys of the retired asserted-rate calculator -> what measures or replaces them now.
@@ -28,23 +31,52 @@ RETIRED_KEYS: dict[str, str] = {
                              "(a committed GPU file), else estimated from measured FLOPs at "
                              "sizing.estimate.utilisation",
     "seconds_per_record": "the record geometry is encoder_bench.models.<model> "
-                          "(crops_per_record x 5 s crops)",
+                          "(crops_per_record x 5 s crops, clips_per_record clips)",
     "hidden_dim": "the hidden width comes from encoder_bench.models.<model>.size",
     "layers_kept": "use sizing.models.<model>.layers_kept",
     "records": "records come from the manifest (paired_cohort) and sizing.scenarios",
     "disk_bytes": "use sizing.disk.quota (free space is measured at sizing.disk.path)",
 }
+#: Scenarios whose counts had no source -> the sourced scenarios that replaced them.
+RETIRED_SCENARIOS: dict[str, str] = {
+    "expansion": "its 12,000 ECG / 96,000 echo records had no source; use "
+                 "sizing.scenarios.recovered_cohort (4,103 subjects with both modalities)",
+    "full_corpus": "its 1,000,000 ECG / 8,000,000 echo records had no source; use "
+                   "sizing.scenarios.ecg_corpus (MIMIC-IV-ECG) and echo_corpus (MIMIC-IV-ECHO)",
+}
 
 
 def check_retired(block: dict, key: str = "sizing") -> None:
-    """Raise ``ParamsError`` for the first retired key in ``block``, saying what replaced it."""
+    """Raise ``ParamsError`` for the first retired key in ``block``, saying what replaced it.
+
+    Also catches a scenario count written the old way (a bare number): a count without a
+    source is an error naming its ``source`` key.
+    """
     for name, instead in RETIRED_KEYS.items():
         if name in block:
             raise ParamsError(f"{key}.{name}: retired (it was an asserted figure); {instead}")
+    scenarios = block.get("scenarios")
+    if not isinstance(scenarios, dict):
+        return
+    for name, instead in RETIRED_SCENARIOS.items():
+        if name in scenarios:
+            raise ParamsError(f"{key}.scenarios.{name}: retired; {instead}")
+    for name, counts in scenarios.items():
+        for model, value in (counts.items() if isinstance(counts, dict) else ()):
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                raise ParamsError(f"{key}.scenarios.{name}.{model}.source: missing (a count "
+                                  f"needs its source: {{records: {value}, source: '...'}})")
 
 
 def _positive_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+#: Geometry keys of each encoder family (``None`` in params = the family's default).
+GEOMETRY_KEYS: dict[str, tuple[str, ...]] = {
+    "hubert_ecg": ("crops_per_record",),
+    "echojepa": ("clips_per_record", "frames", "resolution"),
+}
 
 
 @dataclass(frozen=True)
@@ -55,14 +87,19 @@ class EncoderModelConfig:
     ``cpu_timing_layers`` times a truncated model of that depth on CPU (same input shape
     and width) and scales the time by the FLOP ratio to the full depth; ``null`` times the
     full model. ``preprocess_records`` ECG files are written and preprocessed (0 = skip).
+    The geometry keys belong to one family each (:data:`GEOMETRY_KEYS`); unset, they take
+    the family's default (:class:`~rightsize.sizing.encoders.EcgGeometry`: one 5 s crop;
+    :class:`~rightsize.sizing.encoders.VideoGeometry`: EchoJEPA's 224 px, 16 frames, two
+    clips per video).
     """
 
     family: str
     size: str
     batch_sizes: tuple[int, ...]
-    crops_per_record: int = 2
-    frames: int = 16
-    resolution: int = 256
+    crops_per_record: int | None = None
+    clips_per_record: int | None = None
+    frames: int | None = None
+    resolution: int | None = None
     cpu_timing_layers: int | None = None
     preprocess_records: int = 0
 
@@ -73,14 +110,28 @@ class EncoderModelConfig:
         check_family_size(self.family, self.size, key)
         require(bool(self.batch_sizes) and all(_positive_int(b) for b in self.batch_sizes),
                 f"{key}.batch_sizes", f"must be positive integers, got {list(self.batch_sizes)}")
-        for name in ("crops_per_record", "frames", "resolution"):
-            require(_positive_int(getattr(self, name)), f"{key}.{name}",
-                    f"must be a positive integer, got {getattr(self, name)!r}")
+        own = GEOMETRY_KEYS[self.family]
+        for name in (n for keys in GEOMETRY_KEYS.values() for n in keys):
+            value = getattr(self, name)
+            if value is None:
+                continue
+            require(name in own, f"{key}.{name}",
+                    f"does not apply to {self.family} (its geometry keys: {', '.join(own)})")
+            require(_positive_int(value), f"{key}.{name}",
+                    f"must be a positive integer, got {value!r}")
         if self.cpu_timing_layers is not None:
             require(_positive_int(self.cpu_timing_layers), f"{key}.cpu_timing_layers",
                     f"must be a positive integer or null, got {self.cpu_timing_layers!r}")
         require(isinstance(self.preprocess_records, int) and self.preprocess_records >= 0,
                 f"{key}.preprocess_records", f"must be >= 0, got {self.preprocess_records!r}")
+
+    def geometry(self) -> Any:
+        """The model input geometry: the family's defaults with the keys set here."""
+        from rightsize.sizing.encoders import EcgGeometry, VideoGeometry
+
+        cls = EcgGeometry if self.family == "hubert_ecg" else VideoGeometry
+        return cls(**{n: getattr(self, n) for n in GEOMETRY_KEYS[self.family]
+                      if getattr(self, n) is not None})
 
 
 @dataclass(frozen=True)
@@ -141,10 +192,64 @@ class GpuEstimate:
 
 @dataclass(frozen=True)
 class DiskConfig:
-    """Where the output goes (free space measured there) and the quota it must also fit."""
+    """Where the shards go: free space and the write rate are measured at ``path``.
+
+    ``write_mb`` MB of float16 token shards of ``shard_mb`` MB each are written there in
+    ``format`` (npy | parquet) and fsync'd, then ``read_files`` record-sized input files are
+    written, dropped from the page cache and read back; all of it in a temporary folder
+    under ``path``, removed afterwards.
+    """
 
     path: str
     quota: str | float | None = None
+    write_mb: int = 256
+    shard_mb: int = 64
+    format: str = "npy"
+    read_files: int = 200
+
+    def validate(self, key: str) -> None:
+        """Raise ``ParamsError`` naming ``<key>.<field>`` for a bad value."""
+        for name in ("write_mb", "shard_mb", "read_files"):
+            require(_positive_int(getattr(self, name)), f"{key}.{name}",
+                    f"must be a positive integer, got {getattr(self, name)!r}")
+        require(self.shard_mb <= self.write_mb, f"{key}.shard_mb",
+                f"must be <= write_mb ({self.write_mb}), got {self.shard_mb}")
+        require_one_of(self.format, SHARD_FORMATS, f"{key}.format", "shard format")
+
+
+@dataclass(frozen=True)
+class ScenarioCount:
+    """Records of one model in one scenario and where that count comes from."""
+
+    records: int
+    source: str
+
+    def validate(self, key: str) -> None:
+        """Raise ``ParamsError`` naming ``<key>.<field>`` for a bad value."""
+        require(_positive_int(self.records), f"{key}.records",
+                f"must be a positive integer, got {self.records!r}")
+        require(bool(self.source.strip()), f"{key}.source",
+                "must cite where the count comes from, got an empty string")
+
+
+@dataclass(frozen=True)
+class Prices:
+    """The user's prices (any currency), ``null`` = not set: money is shown only when set."""
+
+    gpu_hour: float | None = None
+    cpu_core_hour: float | None = None
+
+    def validate(self, key: str) -> None:
+        """Raise ``ParamsError`` naming ``<key>.<field>`` for a bad value."""
+        for name in ("gpu_hour", "cpu_core_hour"):
+            value = getattr(self, name)
+            require(value is None or (math.isfinite(value) and value >= 0), f"{key}.{name}",
+                    f"must be >= 0 or null, got {value!r}")
+
+    @property
+    def any_set(self) -> bool:
+        """Whether the user set at least one price."""
+        return self.gpu_hour is not None or self.cpu_core_hour is not None
 
 
 @dataclass(frozen=True)
@@ -157,14 +262,16 @@ class AskConfig:
 
 @dataclass(frozen=True)
 class SizingConfig:
-    """The ``sizing`` block: scenarios x models sized from measured bench files."""
+    """The ``sizing`` block: sourced scenarios x models sized from measured bench files."""
 
     models: dict[str, ModelSizing]
     dtype: str
-    scenarios: dict[str, dict[str, int]]
+    scenarios: dict[str, dict[str, ScenarioCount]]
     ask: AskConfig
     estimate: GpuEstimate
     disk: DiskConfig
+    deadline_h: float = 24.0
+    prices: Prices = field(default_factory=Prices)
     gpus: int = 8
     cpu_cores_per_gpu: int = 8
     gpu: str | None = None
@@ -176,15 +283,16 @@ class SizingConfig:
         require(PAIRED not in self.scenarios, f"{key}.scenarios.{PAIRED}",
                 "is measured from the manifest; do not set it")
         for name, counts in self.scenarios.items():
-            for model, records in counts.items():
+            require(bool(counts), f"{key}.scenarios.{name}", "must give at least one model")
+            for model in counts:
                 require(model in self.models, f"{key}.scenarios.{name}.{model}",
                         f"unknown model (known: {', '.join(self.models)})")
-                require(_positive_int(records), f"{key}.scenarios.{name}.{model}",
-                        f"records must be a positive integer, got {records!r}")
         require_one_of(self.ask.scenario, [PAIRED, *self.scenarios], f"{key}.ask.scenario",
                        "scenario")
         for m in self.ask.models:
             require_one_of(m, list(self.models), f"{key}.ask.models", "model")
+        require(math.isfinite(self.deadline_h) and self.deadline_h > 0, f"{key}.deadline_h",
+                f"must be a positive number of hours, got {self.deadline_h!r}")
         for name in ("gpus", "cpu_cores_per_gpu"):
             require(_positive_int(getattr(self, name)), f"{key}.{name}",
                     f"must be a positive integer, got {getattr(self, name)!r}")

@@ -5,8 +5,12 @@
   6,000 samples; its conv feature extractor is 5 layers of 512 channels, kernels
   (10, 3, 3, 2, 2), strides (4, 2, 2, 2, 2). A record of ``crops_per_record`` crops is that
   many model inputs.
-* EchoJEPA is a V-JEPA 2 video encoder (:data:`VJEPA2_SIZES`: ViT-L/H/g) over 16 frames at
-  256 x 256, patch 16, tubelet 2. A record is one clip.
+* EchoJEPA is a V-JEPA 2 video encoder (:data:`VJEPA2_SIZES`: ViT-L/H/g). Its input by
+  default is EchoJEPA's published ViT-L evaluation geometry (bowang-lab/EchoJEPA,
+  ``configs/eval/vitl/echojepa_lvef.yaml``: ``resolution: 224``, ``frames_per_clip: 16``,
+  ``num_segments: 2``, ``patch_size: 16``, ``tubelet_size: 2``): 16 frames at 224 x 224 ->
+  8 x 14 x 14 = 1,568 tokens per clip, two clips per video. A record is one video of
+  ``clips_per_record`` clips; V-JEPA 2's 256 px pretraining geometry stays selectable.
 
 :func:`build_model` is the only place in rightsize that imports ``transformers``; it builds
 from a config with random weights (never ``from_pretrained``: nothing is downloaded).
@@ -65,7 +69,7 @@ class EcgGeometry:
     sample_hz: int = 500
     crop_s: float = 5.0
     decimate: int = 5
-    crops_per_record: int = 2
+    crops_per_record: int = 1
 
     @property
     def crop_samples(self) -> int:
@@ -80,10 +84,14 @@ class EcgGeometry:
 
 @dataclass(frozen=True)
 class VideoGeometry:
-    """EchoJEPA input: ``frames`` RGB frames of ``resolution`` x ``resolution``."""
+    """EchoJEPA input: clips of ``frames`` RGB frames at ``resolution`` x ``resolution``.
+
+    The defaults are EchoJEPA's ViT-L evaluation (224 px, 16 frames, two clips per video).
+    """
 
     frames: int = 16
-    resolution: int = 256
+    resolution: int = 224
+    clips_per_record: int = 2
 
 
 @dataclass(frozen=True)
@@ -97,9 +105,9 @@ class EncoderSpec:
 
     @property
     def inputs_per_record(self) -> int:
-        """Model inputs per record (ECG crops; 1 clip for video)."""
+        """Model inputs per record (ECG crops, or clips of one video)."""
         g = self.geometry
-        return g.crops_per_record if isinstance(g, EcgGeometry) else 1
+        return g.crops_per_record if isinstance(g, EcgGeometry) else g.clips_per_record
 
     @property
     def input_shape(self) -> tuple[int, ...]:

@@ -2,17 +2,22 @@
 
 A record is written the way WFDB stores a 12-lead ECG (format 16: little-endian int16,
 frames of ``leads`` samples, 10 s at 500 Hz -> a 5000 x 12 file of 120 kB). Preprocessing
-one record, as HuBERT-ECG's input needs it:
+one record follows HuBERT-ECG's own dataset code (Edoar-do/HuBERT-ECG,
+``hubert_ecg/dataset.py``, ``ECGDataset.__getitem__``): crop, flatten, then decimate.
 
 1. read the file from disk (``numpy.fromfile``), view it as ``(samples, leads)``;
-2. convert to float32 millivolts (divide by the ADC gain);
-3. for each of ``crops_per_record`` crops of ``crop_s`` seconds: decimate x``decimate``
-   per lead (``scipy.signal.decimate``: order-8 Chebyshev I, zero phase), then flatten lead
-   after lead -> ``input_samples`` values. Decimating each lead before flattening is the
-   same length as decimating the flattened signal, without filtering across lead borders.
+2. convert to float32 millivolts (divide by the ADC gain), leads first: ``(leads, samples)``;
+3. for each of ``crops_per_record`` crops of ``crop_s`` seconds (crop 0 is the first 5 s,
+   the window the reference's embedding-dump path, ``encode=True``, keeps): flatten the
+   ``(leads, crop samples)`` window lead after lead, then decimate the flattened signal
+   x``decimate`` (``scipy.signal.decimate``: order-8 Chebyshev I, zero phase, the
+   reference's call) -> ``input_samples`` values. Filtering the flattened signal runs
+   across the lead borders, as the reference does; decimating each lead first would give
+   different samples there.
 
 Timed in this one process and thread, so records/s is per CPU core. The files were just
-written, so reads come from the page cache: a cold disk is not measured.
+written, so reads come from the page cache: a cold disk is not measured here (the sizing
+stage measures reads at ``sizing.disk.path``).
 """
 
 from __future__ import annotations
@@ -59,9 +64,8 @@ def preprocess_record(path: Path, geometry: EcgGeometry) -> np.ndarray:
                          f"{n * geometry.crops_per_record}")
     out = np.empty((geometry.crops_per_record, geometry.input_samples), dtype=np.float32)
     for c in range(geometry.crops_per_record):
-        crop = signal[:, c * n:(c + 1) * n]
-        low = decimate(crop, geometry.decimate, axis=-1, zero_phase=True)
-        out[c] = low.reshape(-1)                                  # lead after lead
+        flat = signal[:, c * n:(c + 1) * n].reshape(-1)           # crop, lead after lead
+        out[c] = decimate(flat, geometry.decimate, zero_phase=True)
     return out
 
 
@@ -88,8 +92,9 @@ def bench_preprocess(geometry: EcgGeometry, records: int, repeats: int = 3) -> d
         "records_per_s_per_core": records / median,
         "records_per_s_per_core_min": records / max(seconds),
         "records_per_s_per_core_max": records / min(seconds),
-        "steps": "read int16 WFDB-format-16 file, to float32 mV, per crop: decimate per lead "
-                 "(scipy.signal.decimate, zero phase), flatten lead after lead",
+        "steps": "read int16 WFDB-format-16 file, to float32 mV, per crop: flatten lead "
+                 "after lead, then decimate the flattened signal (scipy.signal.decimate, zero "
+                 "phase), as HuBERT-ECG's hubert_ecg/dataset.py does",
         "not_measured": "cold-disk reads (files were just written: page cache warm), "
                         "network storage, header parsing",
     }

@@ -105,7 +105,7 @@ def run_bench_encoder(args: argparse.Namespace) -> int:
     from rightsize.measure import hardware_stamp
     from rightsize.sizing import memory
     from rightsize.sizing.bench import bench_encoder
-    from rightsize.sizing.encoders import EcgGeometry, VideoGeometry, make_spec
+    from rightsize.sizing.encoders import make_spec
     from rightsize.sizing.preprocess import bench_preprocess
 
     key = f"encoder_bench.models.{args.model}"
@@ -114,11 +114,7 @@ def run_bench_encoder(args: argparse.Namespace) -> int:
                          f"device (torch {torch.__version__}); run on a GPU node or use cpu")
     threads = cfg.threads or os.cpu_count() or 1
     torch.set_num_threads(threads)
-    if model.family == "hubert_ecg":
-        geometry: EcgGeometry | VideoGeometry = EcgGeometry(
-            crops_per_record=model.crops_per_record)
-    else:
-        geometry = VideoGeometry(frames=model.frames, resolution=model.resolution)
+    geometry = model.geometry()
     spec = make_spec(model.family, model.size, geometry, key)
     start = time.perf_counter()
     result: dict[str, Any] = {"model": args.model}

@@ -23,11 +23,14 @@ example:
   rightsize sizing --params params.yaml --manifest data/manifest.parquet \\
       --bench-dir metrics/encoders --gpu-dir measurements/gpu --json metrics/sizing.json
 
-Every rate comes from a bench file: tokens, FLOPs and CPU preprocessing from
-metrics/encoders/<model>.json (the encoder_bench stage); GPU records/s from a committed
-GPU file in --gpu-dir (`rightsize bench-encoder --device cuda`). Without a GPU file,
-GPU-hours are estimated from the measured FLOPs at sizing.estimate.utilisation and
-labelled so. Free disk space is measured at sizing.disk.path.
+Every rate comes from a measurement: tokens, FLOPs, CPU records/s and CPU preprocessing
+from metrics/encoders/<model>.json (the encoder_bench stage); GPU records/s from a
+committed GPU file in --gpu-dir whose geometry matches (`rightsize bench-encoder --device
+cuda`), else estimated from the measured FLOPs at sizing.estimate.utilisation and labelled
+so; free space, the write rate of float16 token shards and the read rate of input files
+are measured here at sizing.disk.path (run this on the target machine to measure its
+disk). Every scenario count carries its source. The ask leads with the cheapest option
+that finishes within sizing.deadline_h: this machine's CPU, else the fewest GPUs.
 """
 
 
@@ -54,12 +57,14 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
 
     sz = sub.add_parser(
         "sizing", parents=[common],
-        help="GPU-, CPU-hours and storage to re-extract embeddings",
+        help="re-extraction: cheapest hardware, time, storage",
         description="Size re-extracting embeddings from the measured encoder bench files: "
-                    "per scenario (the paired cohort in the manifest, an expansion, a "
-                    "full-corpus ceiling) and model, the records, tokens, storage, GPU-hours "
-                    "(measured on a GPU, or estimated from measured FLOPs), CPU-hours of "
-                    "preprocessing, which one bounds the job and whether it fits the disk.",
+                    "per scenario (the paired cohort in the manifest and the sourced counts "
+                    "of sizing.scenarios) and model, the records, tokens, storage, "
+                    "wall-clock on this machine's CPU and on sizing.gpus GPUs (measured on a "
+                    "GPU, or estimated from measured FLOPs), what bounds each (compute, "
+                    "preprocessing, reading or writing) and whether it fits the disk; the "
+                    "ask names the cheapest option within sizing.deadline_h.",
         epilog=_SIZING_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     sz.add_argument("--params", default="params.yaml", help="params file (block sizing)")
     sz.add_argument("--manifest", default="data/manifest.parquet",
@@ -92,30 +97,49 @@ def _read_json(path: Path) -> dict[str, Any]:
     return data
 
 
-def paired_counts(manifest: Path, benches: dict[str, dict[str, Any]]) -> dict[str, int]:
-    """Records of each model in the paired cohort: ECG rows with an ECG, echo clips present."""
-    import pyarrow.parquet as pq
+def paired_counts(manifest: Path, benches: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The paired cohort's counts with their source: ECG rows with an ECG, echo clip vectors.
 
-    from rightsize.errors import DataError, InputError
+    The source names the manifest, the column counted, and "synthetic cohort" when the
+    manifest's metadata says it was generated (``cohort.source: synthetic``).
+    """
+    from rightsize.cohort.manifest import metadata_of, open_manifest
+    from rightsize.errors import DataError
+    from rightsize.sizing.config import ScenarioCount
 
-    if not manifest.is_file():
-        raise InputError(f"{manifest}: manifest not found (dvc repro cohort)")
+    pf = open_manifest(manifest)
+    origin = metadata_of(pf.schema_arrow, manifest).get("source", "unknown")
     try:
-        table = pq.read_table(manifest, columns=["has_ecg", "n_clips"])
+        table = pf.read(columns=["has_ecg", "n_clips"])
     except Exception as exc:  # noqa: BLE001 - pyarrow raises several types
         raise DataError(f"{manifest}: cannot read has_ecg/n_clips: {exc}") from None
     ecg = int(table.column("has_ecg").to_numpy().sum())
     clips = int(table.column("n_clips").to_numpy().astype("int64").sum())
-    return {m: (ecg if b["family"] == "hubert_ecg" else clips) for m, b in benches.items()}
+    cohort = "synthetic cohort" if origin == "synthetic" else f"cohort source {origin}"
+    out = {}
+    for m, b in benches.items():
+        if b["family"] == "hubert_ecg":
+            out[m] = ScenarioCount(ecg, f"{cohort}: rows of {manifest} with has_ecg")
+        else:
+            out[m] = ScenarioCount(clips, f"{cohort}: n_clips summed over {manifest}, "
+                                          f"one video per clip vector")
+    return out
+
+
+def _shard_shape(cfg: Any, benches: dict[str, dict[str, Any]]) -> tuple[int, ...]:
+    """One record's kept states as a re-extraction writes them: (layers, vectors, hidden)."""
+    order = [*cfg.ask.models, *(m for m in cfg.models if m not in cfg.ask.models)]
+    model = next((m for m in order if cfg.models[m].keep == "tokens"), order[0])
+    b, ms = benches[model], cfg.models[model]
+    vectors = b["tokens_per_record"] if ms.keep == "tokens" else b.get("inputs_per_record", 1)
+    return (ms.layers_kept, int(vectors), int(b["hidden_size"]))
 
 
 def run_sizing(args: argparse.Namespace) -> int:
-    """``rightsize sizing``: size every scenario from the bench files; table and JSON."""
-    import os
-    import shutil
-
+    """``rightsize sizing``: measure the disk, size every scenario; table and JSON."""
     from rightsize.params import load_params, parse
     from rightsize.sizing.config import SizingConfig, check_retired
+    from rightsize.sizing.disk import measure_disk
     from rightsize.sizing.plan import size_all
     from rightsize.sizing.report_rows import table_rows
 
@@ -131,11 +155,14 @@ def run_sizing(args: argparse.Namespace) -> int:
     gpu_files = {p.name: _read_json(p) for p in sorted(gpu_dir.glob("*.json"))} \
         if gpu_dir.is_dir() else {}
     paired = paired_counts(Path(args.manifest), benches)
-    disk = Path(cfg.disk.path)
-    if not disk.is_dir():
-        raise ParamsError(f"sizing.disk.path: {disk} is not a directory")
-    result = size_all(cfg, benches, gpu_files, paired, shutil.disk_usage(disk).free)
-    result["disk"]["writable"] = os.access(disk, os.W_OK)
+    input_bytes = next((b["preprocess"]["record_file_bytes"] for b in benches.values()
+                        if isinstance(b.get("preprocess"), dict)
+                        and b["preprocess"].get("record_file_bytes")), None)
+    d = cfg.disk
+    console.info(f"sizing: measuring writes of {d.write_mb} MB of {d.format} shards at {d.path}")
+    disk = measure_disk(d.path, _shard_shape(cfg, benches), d.write_mb, d.shard_mb, d.format,
+                        input_bytes, d.read_files)
+    result = size_all(cfg, benches, gpu_files, paired, disk)
     if args.json:
         console.emit_json(args.json, result)
     if args.json == "-":
