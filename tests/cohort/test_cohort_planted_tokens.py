@@ -22,7 +22,7 @@ from rightsize.params import parse
 
 RANK = 32                       # train.pca_rank
 ENERGY_MIN = 0.9                # share of each code's energy inside the top-32 subspace
-ORACLE_GAIN = 1.0               # LVEF MAE points the planted token adds to a pooled linear fit
+ORACLE_GAIN = 2.0               # LVEF MAE points the planted token adds to a pooled linear fit
 
 
 @pytest.mark.parametrize("n_tokens", [2, 5, 16, 17, 93, 186])

@@ -29,9 +29,9 @@ import numpy as np
 from rightsize.cohort.latent import lincomb, rng
 
 R_CODE = 15               # code dimensions at most (per modality, inside the rank-32 PCA)
-CODE_SCALE_ECHO = 2.0     # amplitude of the planted code in the echo clips (latent units)
-CODE_SCALE_ECG = 2.0      # amplitude of each token's code in the ECG (latent units)
-WEIGHT_TOKEN = 7.0        # LVEF points per SD of the planted token's content w[t*]
+CODE_SCALE_ECHO = 4.0     # amplitude of the planted code in the echo clips (latent units)
+CODE_SCALE_ECG = 4.0      # amplitude of each token's code in the ECG (latent units)
+WEIGHT_TOKEN = 10.0       # LVEF points per SD of the planted token's content w[t*]
 CONTENT_SCALE = 1.0       # amplitude of each token's content w_t in the ECG (latent units)
 
 # Streams of rightsize.cohort.latent.rng beside synthetic.py's (0-3, 10, 11): drawn only at

@@ -36,10 +36,41 @@ clip term fully; attention over clips whose query comes from the ECG (``q_i`` is
 readable from ``ecg_i``, ``k_ij`` from ``echo_ij``) can select ``j*`` and recover it. With
 ``max_clips = 1`` the only clip is the matched one: the signal reduces to echo + ECG terms.
 
+Token-level ECG (``ecg_tokens = N > 1``; :mod:`rightsize.cohort.planted_tokens`)
+------------------------------------------------------------------------------
+Everything above is drawn as before (new RNG streams only), and three things are added:
+
+* Token index ``t`` in {0..N-1} has a *code* ``c_t``, a unit vector in R^r with
+  ``r = min(N-1, 15)``: a regular simplex for ``N <= 16`` (every pair at cosine
+  ``-1/(N-1)``), else the rows of a centred random tight frame scaled to unit length.
+* Per subject: the *planted token* ``t*_i`` uniform in {0..N-1}, and a content latent
+  ``w_it`` per token.
+* The ECG is ``N`` tokens; every token carries the subject's ECG latents, its own code,
+  its own content and its own noise::
+
+      ecg_it  = W_ecg @ [v_i, 2 * onehot(q_i)] + b_ecg + 4 * P_ecg c_t + w_it * g + noise
+      echo_ij = (as above) + 4 * P_echo c_{t*_i}
+      lvef_i  = clip(mu + 6 u_i[0] + 5 v_i[0] + 7 s_ij*_i + 10 w_{i t*_i} + noise_sd eps_i,
+                     10, 80)
+
+  ``P_ecg``, ``P_echo`` and ``g`` are fixed random projections scaled like ``W_ecg`` and
+  ``W_echo`` (entries ``N(0, 1/L)``, ``L`` the modality's latent count), and ``mu`` takes
+  the token term into its standard deviation (``sqrt(6^2+5^2+7^2+10^2+noise_sd^2)``).
+
+What this plants: no token's content reveals ``t*`` (every ``w_it`` is standard normal,
+planted or not; ``t*`` is independent of the ECG), so the ECG alone cannot tell which
+token matters; the mean over tokens keeps ``w_{t*}`` with weight ``1/N`` (``1/N`` of its
+variance); echo->ECG attention, queried by an echo clip (which carries ``t*``'s code) and
+keyed by the ECG tokens (each carrying its own code), can select ``t*`` and read
+``w_{t*}``. The ECG->echo query of the clip mechanism is read from the mean of the tokens
+(the codes nearly cancel there). The codes, ``g`` and the other latents all fit inside the
+rank-32 input PCA of each modality that the probes fit on the train split (codes keep
+>= 99% of their energy at N = 16 and 186: ``tests/cohort/test_cohort_planted_tokens.py``).
+
 Generation is streaming: subject-level latents (a few floats per clip) are drawn up front;
-the 1024-d vectors are built one row group at a time. Embedding noise is drawn in fixed
-blocks of 16 subjects keyed by block index, so the output does not depend on
-``row_group_size``.
+the 1024-d vectors (and the N x 768 ECG tokens) are built one row group at a time.
+Embedding noise is drawn in fixed blocks of 16 subjects keyed by block index, so the output
+does not depend on ``row_group_size``.
 """
 
 from __future__ import annotations
@@ -208,8 +239,8 @@ class SyntheticCohort:
         return matched, planted
 
     def chunks(self) -> Iterator[Chunk]:
-        """Yield the cohort in row groups of ``row_group_size`` subjects."""
-        step = self.cfg.row_group_size
+        """Yield the cohort in row groups (``CohortConfig.rows_per_group`` subjects)."""
+        step = self.cfg.rows_per_group(self.ecg_tokens)
         for start in range(0, self.cfg.n_subjects, step):
             yield self.chunk(start, min(start + step, self.cfg.n_subjects))
 
