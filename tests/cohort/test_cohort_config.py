@@ -18,6 +18,8 @@ def test_defaults_are_the_study_geometry() -> None:
     assert payload_bytes(cfg.n_subjects, cfg.max_clips, cfg.echo_dim, cfg.ecg_dim,
                          cfg.ecg_tokens) == 1208 * (8 * 1024 + 768) * 4
     assert payload_bytes(1208, 8, 1024, 768, 186) == 1208 * (8 * 1024 + 186 * 768) * 4
+    # row groups: 128 subjects, fewer once they would hold over 16 MiB (token-level ECG)
+    assert [cfg.rows_per_group(t) for t in (1, 16, 93, 186)] == [128, 128, 52, 27]
 
 
 def test_files_block_parses() -> None:

@@ -68,7 +68,7 @@ def cohort_metadata(cfg: CohortConfig, source: Any) -> dict[str, Any]:
     tokens = int(source.ecg_tokens)
     geometry: dict[str, Any] = {
         "n_subjects": cfg.n_subjects, "max_clips": cfg.max_clips, "echo_dim": cfg.echo_dim,
-        "ecg_dim": cfg.ecg_dim, "row_group_size": cfg.row_group_size,
+        "ecg_dim": cfg.ecg_dim, "row_group_size": cfg.rows_per_group(tokens),
         "splits": cfg.splits.as_dict()}
     if tokens > 1:          # absent at 1, so a pooled manifest keeps its bytes
         geometry["ecg_tokens"] = tokens

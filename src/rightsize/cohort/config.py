@@ -36,6 +36,7 @@ from rightsize.params import require
 
 SOURCES = ("synthetic", "files")
 MAX_ECG_TOKENS = 4096
+ROW_GROUP_BYTES = 16 * 2**20   # embedding bytes a row group holds at most (see rows_per_group)
 
 
 @dataclass(frozen=True)
@@ -120,6 +121,18 @@ class CohortConfig:
             for name in ("echo", "ecg", "labels"):
                 require(bool(getattr(self.files, name)), f"{key}.files.{name}",
                         "a path is required when source is files (or give files.joined)")
+
+    def rows_per_group(self, ecg_tokens: int) -> int:
+        """Subjects per manifest row group: ``row_group_size``, or fewer so that a row group
+        holds at most ``ROW_GROUP_BYTES`` (16 MiB) of embeddings.
+
+        Only token-level ECG reaches the cap (a default pooled row is 35 KiB: 128 rows are
+        4.5 MiB; at 186 tokens a row is 604 KiB: 27 rows). It bounds the memory of building
+        and of loading (parquet decodes a fixed-size list with two int16 levels per float,
+        so reading a row group takes ~5x its bytes).
+        """
+        row = (self.max_clips * self.echo_dim + ecg_tokens * self.ecg_dim) * 4
+        return max(1, min(self.row_group_size, ROW_GROUP_BYTES // row))
 
     @property
     def echo_values(self) -> int:

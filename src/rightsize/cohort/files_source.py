@@ -184,8 +184,8 @@ class FilesCohort:
         return none, none.copy()
 
     def chunks(self) -> Iterator[Chunk]:
-        """Yield manifest rows in groups of ``row_group_size`` (sorted by subject_id)."""
-        n, step = len(self._ids_np), self.cfg.row_group_size
+        """Yield manifest rows in row groups (sorted by subject_id; ``rows_per_group``)."""
+        n, step = len(self._ids_np), self.cfg.rows_per_group(self.ecg_tokens)
         for start in range(0, n, step):
             stop = min(start + step, n)
             rows = slice(start, stop)

@@ -100,9 +100,9 @@ class JoinedCohort:
     def _row(self, i: int) -> str:
         return f"row {i} (subject {self._ids[i]})"
 
-    def _batches(self, columns: list[str]) -> Iterator[tuple[int, pa.RecordBatch]]:
-        """``(first_row, batch)`` of exactly ``row_group_size`` rows (the last may be fewer)."""
-        step, start, pending = self.cfg.row_group_size, 0, []
+    def _batches(self, step: int) -> Iterator[tuple[int, pa.RecordBatch]]:
+        """``(first_row, batch)`` of the embedding columns, ``step`` rows each (the last fewer)."""
+        start, pending, columns = 0, [], [ECHO, ECG]
         for batch in self._pf.iter_batches(batch_size=step, columns=columns):
             pending.append(batch)
             table = pa.Table.from_batches(pending)
@@ -199,7 +199,7 @@ class JoinedCohort:
         self.has_ecg = np.zeros(n, dtype=bool)
         self.clips_dropped = 0
         first: tuple[int, int] | None = None            # (tokens, row) of the first ECG
-        for start, batch in self._batches([ECHO, ECG]):
+        for start, batch in self._batches(self.cfg.row_group_size):
             rows = slice(start, start + batch.num_rows)
             _, self.n_clips[rows], dropped = self._echo(batch, start)
             self.clips_dropped += dropped
@@ -240,9 +240,9 @@ class JoinedCohort:
         return none, none.copy()
 
     def chunks(self) -> Iterator[Chunk]:
-        """Yield manifest rows in groups of ``row_group_size``, in the file's order."""
+        """Yield manifest rows in row groups (``rows_per_group``), in the file's order."""
         t, d = self.ecg_tokens, self.cfg.ecg_dim
-        for start, batch in self._batches([ECHO, ECG]):
+        for start, batch in self._batches(self.cfg.rows_per_group(t)):
             r = batch.num_rows
             rows = slice(start, start + r)
             echo, _, _ = self._echo(batch, start)

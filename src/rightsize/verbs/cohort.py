@@ -71,7 +71,7 @@ def run_cohort(args: argparse.Namespace) -> int:
     cfg = load_block(args.params, "cohort", CohortConfig)
     out = args.out or DEFAULT_OUT
     t0 = time.perf_counter()
-    groups = -(-cfg.n_subjects // cfg.row_group_size)
+    groups = -(-cfg.n_subjects // cfg.rows_per_group(cfg.ecg_tokens or 1))
     with console.Progress("row groups written", total=groups) as bar:
         report = build_manifest(
             cfg, out, on_chunk=(lambda rows: bar.advance(1, f"({rows}/{cfg.n_subjects} rows)"))
