@@ -61,11 +61,12 @@ class CohortTruth:
         ids = np.asarray(subject_id, dtype=object)
         if len(ids) == len(self.subject_id) and bool((ids == self.subject_id).all()):
             return self
-        pos = {sid: i for i, sid in enumerate(self.subject_id)}
-        missing = [sid for sid in ids if sid not in pos]
-        if missing:
-            raise DataError(f"truth file has no row for subject {missing[0]}")
-        order = np.fromiter((pos[sid] for sid in ids), dtype=np.int64, count=len(ids))
+        known = np.argsort(self.subject_id)
+        pos = np.searchsorted(self.subject_id[known], ids).clip(max=len(known) - 1)
+        order = known[pos]
+        missing = np.flatnonzero(self.subject_id[order] != ids)
+        if missing.size:
+            raise DataError(f"truth file has no row for subject {ids[missing[0]]}")
         return CohortTruth(subject_id=self.subject_id[order], split=self.split[order],
                            matched_clip=self.matched_clip[order],
                            planted_ecg_token=self.planted_ecg_token[order],
