@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rightsize.cohort.config import CohortConfig
+from rightsize.cohort.config import CohortConfig, payload_bytes
 from rightsize.errors import ParamsError
 from rightsize.params import parse
 
@@ -14,7 +14,12 @@ def test_defaults_are_the_study_geometry() -> None:
     assert (cfg.n_subjects, cfg.echo_dim, cfg.ecg_dim, cfg.max_clips) == (1208, 1024, 768, 8)
     assert cfg.splits.as_dict() == {"train": 829, "val": 131, "test": 248}
     assert cfg.source == "synthetic" and cfg.files.echo is None
-    assert cfg.payload_bytes == 1208 * (8 * 1024 + 768) * 4
+    assert cfg.ecg_tokens == 1                      # pooled: today's manifest
+    assert payload_bytes(cfg.n_subjects, cfg.max_clips, cfg.echo_dim, cfg.ecg_dim,
+                         cfg.ecg_tokens) == 1208 * (8 * 1024 + 768) * 4
+    assert payload_bytes(1208, 8, 1024, 768, 186) == 1208 * (8 * 1024 + 186 * 768) * 4
+    # row groups: 128 subjects, fewer once they would hold over 16 MiB (token-level ECG)
+    assert [cfg.rows_per_group(t) for t in (1, 16, 93, 186)] == [128, 128, 52, 27]
 
 
 def test_files_block_parses() -> None:

@@ -120,14 +120,18 @@ def test_single_clip_has_no_cross_clip_gain(tmp_path: Path, small_config) -> Non
     assert oracle == pytest.approx(pooled, rel=1e-6), (pooled, oracle)   # the one clip is j*
 
 
-def test_ecg_query_selects_matched_clip_from_embeddings(tmp_path: Path, small_config) -> None:
-    """Linear read-outs of the ECG query and the clip keys find j* (what attention needs)."""
+@pytest.mark.parametrize("ecg_tokens", [1, 8])
+def test_ecg_query_selects_matched_clip_from_embeddings(tmp_path: Path, small_config,
+                                                        ecg_tokens: int) -> None:
+    """Linear read-outs of the ECG query and the clip keys find j* (what attention needs);
+    with ECG tokens, the query is read from their mean (what ECG->echo attention uses)."""
     cfg = small_config(n_subjects=600, splits={"train": 400, "val": 50, "test": 150},
                        echo_dim=128, ecg_dim=64, max_clips=6, missing_echo_frac=0.0,
-                       missing_ecg_frac=0.0, row_group_size=64)
+                       missing_ecg_frac=0.0, row_group_size=64, ecg_tokens=ecg_tokens)
     out = tmp_path / "m.parquet"
     build_manifest(cfg, out)
     x = load_arrays(out)
+    ecg = x.ecg if ecg_tokens == 1 else x.ecg.mean(axis=1)
     lat = SyntheticCohort(cfg).latents
     k = cfg.n_views
     tr, te = x.index("train"), x.index("test")
@@ -137,10 +141,10 @@ def test_ecg_query_selects_matched_clip_from_embeddings(tmp_path: Path, small_co
     def with_1(a: np.ndarray) -> np.ndarray:
         return np.concatenate([a, np.ones((*a.shape[:-1], 1), dtype=a.dtype)], axis=-1)
 
-    q_dec, *_ = np.linalg.lstsq(with_1(x.ecg[tr]), onehot[lat.query[tr]], rcond=None)
+    q_dec, *_ = np.linalg.lstsq(with_1(ecg[tr]), onehot[lat.query[tr]], rcond=None)
     tokens = with_1(x.echo[tr][mask[tr]])
     k_dec, *_ = np.linalg.lstsq(tokens, onehot[lat.keys[tr][mask[tr]]], rcond=None)
-    query = with_1(x.ecg[te]) @ q_dec                          # (t, k)
+    query = with_1(ecg[te]) @ q_dec                            # (t, k)
     keys = with_1(x.echo[te]) @ k_dec                          # (t, c, k)
     score = np.where(mask[te], np.einsum("tk,tck->tc", query, keys), -np.inf)
     multi = x.n_clips[te] >= 2

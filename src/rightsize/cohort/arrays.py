@@ -1,7 +1,11 @@
 """In-memory cohort arrays: the contract between the manifest and the probes.
 
 Loaded once from ``data/manifest.parquet``; every probe slices these numpy arrays by split
-index (no per-row Python objects). ``n`` subjects, ``c = max_clips``.
+index (no per-row Python objects). ``n`` subjects, ``c = max_clips``, ``t = ecg_tokens``.
+
+A pooled manifest (``t = 1``) gives a 2-D ``ecg`` ``(n, ecg_dim)``; a token-level one
+(``t > 1``) a 3-D ``ecg`` ``(n, t, ecg_dim)``. A subject's ECG is all present or all absent
+(``has_ecg``; zeros when absent): there is no per-token mask.
 """
 
 from __future__ import annotations
@@ -24,10 +28,15 @@ class CohortArrays:
     ef_le_40: np.ndarray     # (n,) bool
     echo: np.ndarray         # (n, c, echo_dim) float32; padded clips are zeros
     n_clips: np.ndarray      # (n,) int16, 0 when echo is missing
-    ecg: np.ndarray          # (n, ecg_dim) float32; zeros when missing
+    ecg: np.ndarray          # (n, ecg_dim) or, t > 1, (n, t, ecg_dim) float32; zeros if missing
     has_echo: np.ndarray     # (n,) bool
     has_ecg: np.ndarray      # (n,) bool
     metadata: dict           # manifest metadata (e.g. perfect_model_mae, seed, source)
+
+    @property
+    def ecg_tokens(self) -> int:
+        """ECG vectors per subject: 1 for a pooled (2-D) ``ecg``, else ``ecg.shape[1]``."""
+        return 1 if self.ecg.ndim == 2 else int(self.ecg.shape[1])
 
     @property
     def clip_mask(self) -> np.ndarray:
@@ -59,8 +68,10 @@ def load_arrays(path: str | os.PathLike[str]) -> CohortArrays:
     checker = checker_for(meta, where)
     check_schema(pf.schema_arrow, checker.geo, where)
     n, c = pf.metadata.num_rows, checker.geo.max_clips
-    echo = np.empty((n, c, checker.geo.echo_dim), dtype=np.float32)
-    ecg = np.empty((n, checker.geo.ecg_dim), dtype=np.float32)
+    geo = checker.geo
+    echo = np.empty((n, c, geo.echo_dim), dtype=np.float32)
+    ecg_shape = (geo.ecg_dim,) if geo.ecg_tokens == 1 else (geo.ecg_tokens, geo.ecg_dim)
+    ecg = np.empty((n, *ecg_shape), dtype=np.float32)
     split = np.empty(n, dtype=np.int8)
     lvef = np.empty(n, dtype=np.float32)
     n_clips = np.empty(n, dtype=np.int16)
@@ -74,7 +85,7 @@ def load_arrays(path: str | os.PathLike[str]) -> CohortArrays:
         for name, arr in flags.items():
             arr[rows] = bools(table.column(name))
         echo[rows] = flat_values(table.column("echo")).reshape(table.num_rows, c, -1)
-        ecg[rows] = flat_values(table.column("ecg")).reshape(table.num_rows, -1)
+        ecg[rows] = flat_values(table.column("ecg")).reshape(table.num_rows, *ecg_shape)
         ids.append(table.column("subject_id").combine_chunks())
         del table
     checker.finish(meta)

@@ -13,15 +13,19 @@ Example block::
       echo_dim: 1024
       ecg_dim: 768
       max_clips: 8             # 1 = pooled (one vector per study)
+      ecg_tokens: 1            # 1 = pooled ECG; N > 1 = N tokens x ecg_dim per subject
       row_group_size: 128
       ef_threshold: 40.0
       noise_sd: 5.0
       missing_echo_frac: 0.03
       missing_ecg_frac: 0.03
       n_views: 4               # synthetic only: distinct clip view/phase keys
-      files: {echo: null, ecg: null, labels: null}
+      files: {echo: null, ecg: null, labels: null, joined: null}
 
 File paths under ``files`` are relative to the working directory (the repo root under DVC).
+``source: files`` reads either the three files ``echo``, ``ecg`` and ``labels`` or the one
+``joined`` file (one row per subject; see :mod:`rightsize.cohort.joined_source`), never both.
+``ecg_tokens: null`` (``source: files`` only) takes the token count from the ECG input.
 """
 
 from __future__ import annotations
@@ -31,6 +35,8 @@ from dataclasses import dataclass, field
 from rightsize.params import require
 
 SOURCES = ("synthetic", "files")
+MAX_ECG_TOKENS = 4096
+ROW_GROUP_BYTES = 16 * 2**20   # embedding bytes a row group holds at most (see rows_per_group)
 
 
 @dataclass(frozen=True)
@@ -53,11 +59,14 @@ class SplitsConfig:
 
 @dataclass(frozen=True)
 class FilesConfig:
-    """Input files for ``source: files`` (see :mod:`rightsize.cohort.files_source`)."""
+    """Input files for ``source: files``: ``echo`` + ``ecg`` + ``labels``
+    (:mod:`rightsize.cohort.files_source`) or ``joined`` (:mod:`rightsize.cohort.joined_source`).
+    """
 
     echo: str | None = None
     ecg: str | None = None
     labels: str | None = None
+    joined: str | None = None
 
 
 @dataclass(frozen=True)
@@ -71,6 +80,7 @@ class CohortConfig:
     echo_dim: int = 1024
     ecg_dim: int = 768
     max_clips: int = 8
+    ecg_tokens: int | None = 1
     row_group_size: int = 128
     ef_threshold: float = 40.0
     noise_sd: float = 5.0
@@ -87,6 +97,13 @@ class CohortConfig:
         for name in ("n_subjects", "echo_dim", "ecg_dim", "max_clips", "row_group_size"):
             require(getattr(self, name) >= 1, f"{key}.{name}", "must be a positive integer")
         require(self.max_clips <= 4096, f"{key}.max_clips", "must be at most 4096")
+        if self.ecg_tokens is None:
+            require(self.source == "files", f"{key}.ecg_tokens",
+                    "must be a positive integer (null, inferring it from the ECG input, "
+                    "needs source: files)")
+        else:
+            require(1 <= self.ecg_tokens <= MAX_ECG_TOKENS, f"{key}.ecg_tokens",
+                    f"must be an integer in [1, {MAX_ECG_TOKENS}], got {self.ecg_tokens}")
         total = self.splits.train + self.splits.val + self.splits.test
         require(total == self.n_subjects, f"{key}.splits",
                 f"train + val + test = {total} must equal n_subjects = {self.n_subjects}")
@@ -96,25 +113,39 @@ class CohortConfig:
         for name in ("missing_echo_frac", "missing_ecg_frac"):
             require(0.0 <= getattr(self, name) < 1.0, f"{key}.{name}", "must be in [0, 1)")
         require(self.n_views >= 2, f"{key}.n_views", "must be at least 2")
-        if self.source == "files":
+        if self.source == "files" and self.files.joined:
+            for name in ("echo", "ecg", "labels"):
+                require(not getattr(self.files, name), f"{key}.files.{name}",
+                        "give either files.joined or files.echo/ecg/labels, not both")
+        elif self.source == "files":
             for name in ("echo", "ecg", "labels"):
                 require(bool(getattr(self.files, name)), f"{key}.files.{name}",
-                        "a path is required when source is files")
+                        "a path is required when source is files (or give files.joined)")
+
+    def rows_per_group(self, ecg_tokens: int) -> int:
+        """Subjects per manifest row group: ``row_group_size``, or fewer so that a row group
+        holds at most ``ROW_GROUP_BYTES`` (16 MiB) of embeddings.
+
+        Only token-level ECG reaches the cap (a default pooled row is 35 KiB: 128 rows are
+        4.5 MiB; at 186 tokens a row is 604 KiB: 27 rows). It bounds the memory of building
+        and of loading (parquet decodes a fixed-size list with two int16 levels per float,
+        so reading a row group takes ~5x its bytes).
+        """
+        row = (self.max_clips * self.echo_dim + ecg_tokens * self.ecg_dim) * 4
+        return max(1, min(self.row_group_size, ROW_GROUP_BYTES // row))
 
     @property
     def echo_values(self) -> int:
         """Floats per study in the flattened ``echo`` column (``max_clips * echo_dim``)."""
         return self.max_clips * self.echo_dim
 
-    @property
-    def payload_bytes(self) -> int:
-        """float32 embedding bytes of the manifest (see :func:`payload_bytes`)."""
-        return payload_bytes(self.n_subjects, self.max_clips, self.echo_dim, self.ecg_dim)
 
 
-def payload_bytes(n: int, max_clips: int, echo_dim: int, ecg_dim: int) -> int:
-    """Float32 embedding payload of ``n`` studies: ``n * (max_clips*echo_dim + ecg_dim) * 4``.
+def payload_bytes(n: int, max_clips: int, echo_dim: int, ecg_dim: int,
+                  ecg_tokens: int = 1) -> int:
+    """Float32 embedding payload of ``n`` studies:
+    ``n * (max_clips*echo_dim + ecg_tokens*ecg_dim) * 4``.
 
     The one formula behind the manifest metadata and the footprint's payload table.
     """
-    return n * (max_clips * echo_dim + ecg_dim) * 4
+    return n * (max_clips * echo_dim + ecg_tokens * ecg_dim) * 4

@@ -12,15 +12,19 @@ ef_le_40    bool                                   ``lvef <= ef_threshold`` (40 
 echo        fixed_size_list<float32>[c*echo_dim]   ``c = max_clips`` clip vectors, row-major;
                                                    padded clips are zeros
 n_clips     int16                                  clips present (0 when echo is missing)
-ecg         fixed_size_list<float32>[ecg_dim]      zeros when ECG is missing
+ecg         fixed_size_list<float32>[t*ecg_dim]    ``t = ecg_tokens`` token vectors, row-major
+                                                   (``t = 1``: one pooled vector); all zeros
+                                                   when ECG is missing
 has_echo    bool                                   echo embedding available
 has_ecg     bool                                   ECG embedding available
 ==========  =====================================  ==========================================
 
 The parquet key-value metadata holds one JSON document under ``rightsize.cohort``:
 ``format``, ``source``, ``seed``, ``geometry`` (n_subjects, max_clips, echo_dim, ecg_dim,
-row_group_size, splits), ``ef_threshold``, ``perfect_model_mae`` (expected, ``null`` when
-unknown), ``perfect_model_mae_test`` (empirical on the test split), ``ef_le_40_prevalence``,
+row_group_size, splits, and ``ecg_tokens`` only when it is above 1: a reader takes a
+missing key as 1, so a pooled manifest is byte for byte what it was before tokens),
+``ef_threshold``, ``perfect_model_mae`` (expected, ``null`` when unknown),
+``perfect_model_mae_test`` (empirical on the test split), ``ef_le_40_prevalence``,
 ``payload_bytes`` and source-specific details. Files are written row group by row group,
 atomically (a reader never sees a half-written manifest).
 """
@@ -69,7 +73,7 @@ _SPLIT_VALUES = _string_array(SPLITS)
 
 
 def manifest_schema(max_clips: int, echo_dim: int, ecg_dim: int,
-                    metadata: dict[str, Any] | None = None) -> pa.Schema:
+                    metadata: dict[str, Any] | None = None, ecg_tokens: int = 1) -> pa.Schema:
     """The manifest's arrow schema, with ``metadata`` JSON-encoded under ``rightsize.cohort``."""
     schema = pa.schema([
         ("subject_id", pa.string()),
@@ -78,7 +82,7 @@ def manifest_schema(max_clips: int, echo_dim: int, ecg_dim: int,
         ("ef_le_40", pa.bool_()),
         ("echo", pa.list_(pa.float32(), max_clips * echo_dim)),
         ("n_clips", pa.int16()),
-        ("ecg", pa.list_(pa.float32(), ecg_dim)),
+        ("ecg", pa.list_(pa.float32(), ecg_tokens * ecg_dim)),
         ("has_echo", pa.bool_()),
         ("has_ecg", pa.bool_()),
     ])
@@ -97,7 +101,7 @@ class Chunk:
     ef_le_40: np.ndarray     # (r,) bool
     echo: np.ndarray         # (r, c, echo_dim) float32, C-contiguous
     n_clips: np.ndarray      # (r,) int16
-    ecg: np.ndarray          # (r, ecg_dim) float32, C-contiguous
+    ecg: np.ndarray          # (r, ecg_dim) or (r, ecg_tokens, ecg_dim) float32, C-contiguous
     has_echo: np.ndarray     # (r,) bool
     has_ecg: np.ndarray      # (r,) bool
 

@@ -36,10 +36,41 @@ clip term fully; attention over clips whose query comes from the ECG (``q_i`` is
 readable from ``ecg_i``, ``k_ij`` from ``echo_ij``) can select ``j*`` and recover it. With
 ``max_clips = 1`` the only clip is the matched one: the signal reduces to echo + ECG terms.
 
+Token-level ECG (``ecg_tokens = N > 1``; :mod:`rightsize.cohort.planted_tokens`)
+------------------------------------------------------------------------------
+Everything above is drawn as before (new RNG streams only), and three things are added:
+
+* Token index ``t`` in {0..N-1} has a *code* ``c_t``, a unit vector in R^r with
+  ``r = min(N-1, 15)``: a regular simplex for ``N <= 16`` (every pair at cosine
+  ``-1/(N-1)``), else the rows of a centred random tight frame scaled to unit length.
+* Per subject: the *planted token* ``t*_i`` uniform in {0..N-1}, and a content latent
+  ``w_it`` per token.
+* The ECG is ``N`` tokens; every token carries the subject's ECG latents, its own code,
+  its own content and its own noise::
+
+      ecg_it  = W_ecg @ [v_i, 2 * onehot(q_i)] + b_ecg + 4 * P_ecg c_t + w_it * g + noise
+      echo_ij = (as above) + 4 * P_echo c_{t*_i}
+      lvef_i  = clip(mu + 6 u_i[0] + 5 v_i[0] + 7 s_ij*_i + 10 w_{i t*_i} + noise_sd eps_i,
+                     10, 80)
+
+  ``P_ecg``, ``P_echo`` and ``g`` are fixed random projections scaled like ``W_ecg`` and
+  ``W_echo`` (entries ``N(0, 1/L)``, ``L`` the modality's latent count), and ``mu`` takes
+  the token term into its standard deviation (``sqrt(6^2+5^2+7^2+10^2+noise_sd^2)``).
+
+What this plants: no token's content reveals ``t*`` (every ``w_it`` is standard normal,
+planted or not; ``t*`` is independent of the ECG), so the ECG alone cannot tell which
+token matters; the mean over tokens keeps ``w_{t*}`` with weight ``1/N`` (``1/N`` of its
+variance); echo->ECG attention, queried by an echo clip (which carries ``t*``'s code) and
+keyed by the ECG tokens (each carrying its own code), can select ``t*`` and read
+``w_{t*}``. The ECG->echo query of the clip mechanism is read from the mean of the tokens
+(the codes nearly cancel there). The codes, ``g`` and the other latents all fit inside the
+rank-32 input PCA of each modality that the probes fit on the train split (codes keep
+>= 99% of their energy at N = 16 and 186: ``tests/cohort/test_cohort_planted_tokens.py``).
+
 Generation is streaming: subject-level latents (a few floats per clip) are drawn up front;
-the 1024-d vectors are built one row group at a time. Embedding noise is drawn in fixed
-blocks of 16 subjects keyed by block index, so the output does not depend on
-``row_group_size``.
+the 1024-d vectors (and the N x 768 ECG tokens) are built one row group at a time.
+Embedding noise is drawn in fixed blocks of 16 subjects keyed by block index, so the output
+does not depend on ``row_group_size``.
 """
 
 from __future__ import annotations
@@ -55,7 +86,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rightsize.cohort.config import CohortConfig
+from rightsize.cohort.latent import lincomb, rng
 from rightsize.cohort.manifest import Chunk
+from rightsize.cohort.planted_tokens import (
+    CODE_SCALE_ECG,
+    CODE_SCALE_ECHO,
+    WEIGHT_TOKEN,
+    PlantedTokens,
+)
 
 R_ECHO = 6            # subject-level echo latents (index 0 drives LVEF)
 R_ECG = 6             # ECG latents (index 0 drives LVEF)
@@ -74,13 +112,11 @@ _STREAM_PROJ, _STREAM_LATENT, _STREAM_SPLIT, _STREAM_AVAIL = 0, 1, 2, 3
 _STREAM_ECHO_NOISE, _STREAM_ECG_NOISE = 10, 11
 
 
-def _rng(seed: int, *stream: int) -> np.random.Generator:
-    return np.random.default_rng([seed, *stream])
-
-
 def intercept(cfg: CohortConfig) -> float:
     """``mu`` giving ``P(lvef <= ef_threshold) = PREVALENCE`` under the gaussian model."""
-    sd = math.sqrt(WEIGHT_ECHO**2 + WEIGHT_ECG**2 + WEIGHT_CLIP**2 + cfg.noise_sd**2)
+    token = WEIGHT_TOKEN if (cfg.ecg_tokens or 1) > 1 else 0.0
+    sd = math.sqrt(WEIGHT_ECHO**2 + WEIGHT_ECG**2 + WEIGHT_CLIP**2 + token**2
+                   + cfg.noise_sd**2)
     return cfg.ef_threshold + NormalDist().inv_cdf(1.0 - PREVALENCE) * sd
 
 
@@ -103,6 +139,7 @@ class Latents:
     matched: np.ndarray      # j*, index of the clip whose key equals q
     signal: np.ndarray       # noise-free lvef before clipping (float64)
     noise: np.ndarray        # noise_sd * eps (float64)
+    tokens: PlantedTokens | None = None   # ecg_tokens > 1: codes, planted token t*, w
 
 
 class SyntheticCohort:
@@ -111,9 +148,10 @@ class SyntheticCohort:
     def __init__(self, cfg: CohortConfig) -> None:
         self.cfg = cfg
         n, c, k = cfg.n_subjects, cfg.max_clips, cfg.n_views
+        self.ecg_tokens = int(cfg.ecg_tokens or 1)
         self.mu = intercept(cfg)
 
-        proj = _rng(cfg.seed, _STREAM_PROJ)
+        proj = rng(cfg.seed, _STREAM_PROJ)
         self._echo_latent_dim = R_ECHO + 1 + k + R_CLIP
         self._ecg_latent_dim = R_ECG + k
         self._w_echo = (proj.standard_normal((self._echo_latent_dim, cfg.echo_dim))
@@ -123,12 +161,12 @@ class SyntheticCohort:
         self._b_echo = (BIAS_SD * proj.standard_normal(cfg.echo_dim)).astype(np.float32)
         self._b_ecg = (BIAS_SD * proj.standard_normal(cfg.ecg_dim)).astype(np.float32)
 
-        avail = _rng(cfg.seed, _STREAM_AVAIL)
+        avail = rng(cfg.seed, _STREAM_AVAIL)
         self.has_echo = avail.random(n) >= cfg.missing_echo_frac
         self.has_ecg = avail.random(n) >= cfg.missing_ecg_frac
         self.n_clips = (avail.integers(1, c + 1, n) * self.has_echo).astype(np.int16)
 
-        lat = _rng(cfg.seed, _STREAM_LATENT)
+        lat = rng(cfg.seed, _STREAM_LATENT)
         self._u = lat.standard_normal((n, R_ECHO)).astype(np.float32)
         self._v = lat.standard_normal((n, R_ECG)).astype(np.float32)
         s = lat.standard_normal((n, c)).astype(np.float32)
@@ -141,15 +179,20 @@ class SyntheticCohort:
 
         signal = (self.mu + WEIGHT_ECHO * self._u[:, 0].astype(np.float64)
                   + WEIGHT_ECG * self._v[:, 0] + WEIGHT_CLIP * s[np.arange(n), matched])
+        tokens = None
+        if self.ecg_tokens > 1:
+            tokens = PlantedTokens.draw(cfg.seed, n, self.ecg_tokens, cfg.echo_dim, cfg.ecg_dim,
+                                        self._echo_latent_dim, self._ecg_latent_dim)
+            signal += WEIGHT_TOKEN * tokens.signal.astype(np.float64)
         noise = cfg.noise_sd * eps
         self.lvef = np.clip(signal + noise, *LVEF_RANGE).astype(np.float32)
         self.ef_le_40 = self.lvef <= np.float32(cfg.ef_threshold)
         self.latents = Latents(echo_score=self._u[:, 0], ecg_score=self._v[:, 0], clip_score=s,
                                query=query.astype(np.int8), keys=keys.astype(np.int8),
-                               matched=matched, signal=signal, noise=noise)
+                               matched=matched, signal=signal, noise=noise, tokens=tokens)
 
         self.split = np.empty(n, dtype=np.int8)
-        perm = _rng(cfg.seed, _STREAM_SPLIT).permutation(n)
+        perm = rng(cfg.seed, _STREAM_SPLIT).permutation(n)
         sp = cfg.splits
         self.split[perm[:sp.train]] = 0
         self.split[perm[sp.train:sp.train + sp.val]] = 1
@@ -161,7 +204,7 @@ class SyntheticCohort:
         cfg = self.cfg
         test = self.split == 2
         clean = np.clip(self.latents.signal, *LVEF_RANGE)
-        return {
+        meta: dict[str, Any] = {
             "perfect_model_mae": cfg.noise_sd * math.sqrt(2.0 / math.pi),
             "perfect_model_mae_test": float(np.mean(np.abs(self.lvef[test] - clean[test]))),
             "noise_sd": cfg.noise_sd,
@@ -174,10 +217,30 @@ class SyntheticCohort:
                 "missing_ecg_frac": cfg.missing_ecg_frac,
             },
         }
+        tokens = self.latents.tokens
+        if tokens is not None:      # only at ecg_tokens > 1: a pooled manifest is unchanged
+            meta["generator"].update({
+                "model": "lvef = clip(mu + a*u0 + b*v0 + c*s[matched] + d*w[planted] + noise, "
+                         "10, 80)",
+                "d": WEIGHT_TOKEN, "ecg_tokens": tokens.n_tokens,
+                "code_dim": int(tokens.codes.shape[1]),
+                "code_scale_echo": CODE_SCALE_ECHO, "code_scale_ecg": CODE_SCALE_ECG})
+        return meta
+
+    def truth(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per subject: the matched clip ``j*`` and the planted ECG token ``t*`` (int16).
+
+        -1 where there is none: no echo clip; ``ecg_tokens = 1``; or no ECG.
+        """
+        matched = np.where(self.n_clips > 0, self.latents.matched, -1).astype(np.int16)
+        planted = np.full(self.cfg.n_subjects, -1, dtype=np.int16)
+        if self.latents.tokens is not None:
+            planted = np.where(self.has_ecg, self.latents.tokens.planted, -1).astype(np.int16)
+        return matched, planted
 
     def chunks(self) -> Iterator[Chunk]:
-        """Yield the cohort in row groups of ``row_group_size`` subjects."""
-        step = self.cfg.row_group_size
+        """Yield the cohort in row groups (``CohortConfig.rows_per_group`` subjects)."""
+        step = self.cfg.rows_per_group(self.ecg_tokens)
         for start in range(0, self.cfg.n_subjects, step):
             yield self.chunk(start, min(start + step, self.cfg.n_subjects))
 
@@ -197,33 +260,30 @@ class SyntheticCohort:
         c, k = cfg.max_clips, cfg.n_views
         rows = slice(start, stop)
         w = self._w_echo
-        subject = _lincomb(self._u[rows], w[:R_ECHO])
+        subject = lincomb(self._u[rows], w[:R_ECHO])
         echo = np.multiply(lat.clip_score[rows, :, None], w[R_ECHO])
         echo += subject[:, None, :]
         echo += KEY_SCALE * w[R_ECHO + 1:R_ECHO + 1 + k][lat.keys[rows]]
-        echo += _lincomb(self._nuisance[rows], w[R_ECHO + 1 + k:])
+        echo += lincomb(self._nuisance[rows], w[R_ECHO + 1 + k:])
         echo += self._b_echo
         onehot = KEY_SCALE * (lat.query[rows, None] == np.arange(k)[None, :])
-        ecg = _lincomb(np.concatenate([self._v[rows], onehot.astype(np.float32)], axis=1),
+        ecg = lincomb(np.concatenate([self._v[rows], onehot.astype(np.float32)], axis=1),
                        self._w_ecg)
         ecg += self._b_ecg
+        ecg_shape: tuple[int, ...] = (cfg.ecg_dim,)
+        if lat.tokens is not None:          # every token: the subject's ECG + code + content
+            echo += lat.tokens.echo_term(rows)[:, None, :]
+            ecg = lat.tokens.tokens(rows, ecg)
+            ecg_shape = (self.ecg_tokens, cfg.ecg_dim)
         for block in range(start // GEN_BLOCK, (stop - 1) // GEN_BLOCK + 1):
             b0 = block * GEN_BLOCK
             lo, hi = max(start, b0), min(stop, b0 + GEN_BLOCK)
-            e_noise = _rng(cfg.seed, _STREAM_ECHO_NOISE, block).standard_normal(
+            e_noise = rng(cfg.seed, _STREAM_ECHO_NOISE, block).standard_normal(
                 (GEN_BLOCK, c, cfg.echo_dim), dtype=np.float32)
-            g_noise = _rng(cfg.seed, _STREAM_ECG_NOISE, block).standard_normal(
-                (GEN_BLOCK, cfg.ecg_dim), dtype=np.float32)
+            g_noise = rng(cfg.seed, _STREAM_ECG_NOISE, block).standard_normal(
+                (GEN_BLOCK, *ecg_shape), dtype=np.float32)
             echo[lo - start:hi - start] += EMB_NOISE * e_noise[lo - b0:hi - b0]
             ecg[lo - start:hi - start] += EMB_NOISE * g_noise[lo - b0:hi - b0]
         echo[np.arange(c)[None, :] >= self.n_clips[rows, None]] = 0.0
         ecg[~self.has_ecg[rows]] = 0.0
         return echo, ecg
-
-
-def _lincomb(z: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """``sum_l z[..., l] * w[l]`` accumulated in order ``l = 0, 1, ...`` (float32)."""
-    out = np.multiply(z[..., 0, None], w[0])
-    for col in range(1, w.shape[0]):
-        out += z[..., col, None] * w[col]
-    return out

@@ -39,20 +39,31 @@ class Geometry:
     ecg_dim: int
     n_subjects: int | None = None
     splits: dict[str, int] | None = None
+    ecg_tokens: int = 1      # ECG vectors per subject; absent from a pooled manifest's metadata
 
     @classmethod
     def from_metadata(cls, meta: dict[str, Any], where: str) -> Geometry:
         """Read ``meta["geometry"]`` (DataError naming ``where`` when malformed)."""
         g = meta.get("geometry", {})
         try:
-            return cls(max_clips=int(g["max_clips"]), echo_dim=int(g["echo_dim"]),
-                       ecg_dim=int(g["ecg_dim"]),
-                       n_subjects=None if g.get("n_subjects") is None else int(g["n_subjects"]),
-                       splits=None if g.get("splits") is None else
-                       {k: int(v) for k, v in g["splits"].items()})
+            geo = cls(max_clips=int(g["max_clips"]), echo_dim=int(g["echo_dim"]),
+                      ecg_dim=int(g["ecg_dim"]),
+                      n_subjects=None if g.get("n_subjects") is None else int(g["n_subjects"]),
+                      splits=None if g.get("splits") is None else
+                      {k: int(v) for k, v in g["splits"].items()},
+                      ecg_tokens=int(g.get("ecg_tokens", 1)))
         except (KeyError, TypeError, ValueError, AttributeError):
             raise DataError(f"{where}: metadata geometry must give integer max_clips, "
-                            "echo_dim and ecg_dim") from None
+                            "echo_dim and ecg_dim (and ecg_tokens, when given)") from None
+        if geo.ecg_tokens < 1:
+            raise DataError(f"{where}: metadata geometry ecg_tokens = {geo.ecg_tokens} "
+                            "is not a positive integer")
+        return geo
+
+    @property
+    def ecg_width(self) -> int:
+        """Floats per subject in the flattened ``ecg`` column (``ecg_tokens * ecg_dim``)."""
+        return self.ecg_tokens * self.ecg_dim
 
 
 @dataclass(frozen=True)
@@ -88,7 +99,8 @@ def check_schema(schema: pa.Schema, geo: Geometry, where: str) -> None:
             raise DataError(f"{where}: column {col}: expected bool, got {schema.field(col).type}")
     dims = {"echo": (geo.max_clips * geo.echo_dim,
                      f"max_clips*echo_dim = {geo.max_clips}*{geo.echo_dim}"),
-            "ecg": (geo.ecg_dim, "ecg_dim")}
+            "ecg": (geo.ecg_width, "ecg_dim" if geo.ecg_tokens == 1 else
+                    f"ecg_tokens*ecg_dim = {geo.ecg_tokens}*{geo.ecg_dim}")}
     for col, (width, what) in dims.items():
         tp = schema.field(col).type
         if not (pa.types.is_fixed_size_list(tp) and tp.value_type == pa.float32()):
@@ -180,15 +192,23 @@ class ManifestChecker:
                        f"{n_clips[bad_row[0]]}) is not zeros")
 
     def _check_ecg(self, table: pa.Table | pa.RecordBatch, offset: int) -> None:
+        """Finite values; a subject's ECG is all present or all absent (no per-token mask)."""
         has_ecg = bools(table.column("has_ecg"))
         self._n_ecg += int(has_ecg.sum())
-        ecg = flat_values(table.column("ecg")).reshape(len(has_ecg), self.geo.ecg_dim)
-        bad = np.flatnonzero(~np.isfinite(ecg).all(axis=1))
-        if bad.size:
-            self._fail(table, offset, int(bad[0]), "ecg", "non-finite value")
-        bad = np.flatnonzero(~has_ecg & (ecg != 0).any(axis=1))
+        t, d = self.geo.ecg_tokens, self.geo.ecg_dim
+        ecg = flat_values(table.column("ecg")).reshape(len(has_ecg), t, d)
+        bad_row, bad_token = np.nonzero(~np.isfinite(ecg).all(axis=2))
+        if bad_row.size:
+            self._fail(table, offset, int(bad_row[0]), "ecg", "non-finite value",
+                       f", token {int(bad_token[0])}" if t > 1 else "")
+        nonzero = (ecg != 0).reshape(len(has_ecg), -1).any(axis=1)
+        bad = np.flatnonzero(~has_ecg & nonzero)
         if bad.size:
             self._fail(table, offset, int(bad[0]), "ecg", "has_ecg is false but values not zeros")
+        bad = np.flatnonzero(has_ecg & ~nonzero)
+        if bad.size:
+            self._fail(table, offset, int(bad[0]), "ecg",
+                       "has_ecg is true but every value is zero")
 
     def finish(self, metadata: dict[str, Any] | None = None) -> ManifestSummary:
         """Cross-row checks: unique subjects, one split each, no empty split, declared sizes."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from typing import Any
 
 from rightsize import console
 from rightsize.errors import InputError
@@ -13,7 +14,8 @@ DEFAULT_OUT = "data/manifest.parquet"
 
 EPILOG = """\
 examples:
-  rightsize cohort --params params.yaml --out data/manifest.parquet --metrics metrics/cohort.json
+  rightsize cohort --params params.yaml --out data/manifest.parquet \
+      --truth data/cohort.truth.parquet --metrics metrics/cohort.json
   rightsize cohort --check data/manifest.parquet
   rightsize cohort --params params.yaml --out m.parquet --metrics - | jq .n_subjects
 
@@ -28,14 +30,18 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
         help="build or check the cohort manifest (one row per subject)",
         description=(
             "Build data/manifest.parquet from the `cohort` block of params.yaml (synthetic "
-            "cohort with planted truth, or joined echo/ECG embedding files and labels), "
-            "streaming row group by row group and validating as it goes; or, with --check, "
-            "validate an existing manifest."),
+            "cohort with planted truth, or joined echo/ECG embedding files and labels; the "
+            "ECG pooled or as cohort.ecg_tokens tokens per subject), streaming row group by "
+            "row group and validating as it goes; or, with --check, validate an existing "
+            "manifest."),
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--params", default="params.yaml",
                    help="params file holding the `cohort` block (default: params.yaml)")
     p.add_argument("--out", default=None,
                    help=f"manifest to write, atomically (default: {DEFAULT_OUT})")
+    p.add_argument("--truth", default=None,
+                   help="also write the planted truth (matched clip, planted ECG token per "
+                        "subject; -1 for none) here, atomically with the manifest")
     p.add_argument("--metrics", default=None,
                    help="write flat build metrics as JSON here (atomically); '-' prints "
                         "them on stdout")
@@ -54,8 +60,9 @@ def _peak_rss_mb() -> float:
 def run_cohort(args: argparse.Namespace) -> int:
     """Build the manifest (and metrics), or validate one with ``--check``."""
     if args.check is not None:
-        if args.out is not None or args.metrics is not None:
-            raise InputError("--check validates an existing manifest: drop --out/--metrics")
+        if args.out is not None or args.metrics is not None or args.truth is not None:
+            raise InputError("--check validates an existing manifest: drop "
+                             "--out/--metrics/--truth")
         return _check(args.check)
     from rightsize.cohort.build import build_manifest
     from rightsize.cohort.config import CohortConfig
@@ -64,11 +71,11 @@ def run_cohort(args: argparse.Namespace) -> int:
     cfg = load_block(args.params, "cohort", CohortConfig)
     out = args.out or DEFAULT_OUT
     t0 = time.perf_counter()
-    groups = -(-cfg.n_subjects // cfg.row_group_size)
+    groups = -(-cfg.n_subjects // cfg.rows_per_group(cfg.ecg_tokens or 1))
     with console.Progress("row groups written", total=groups) as bar:
         report = build_manifest(
             cfg, out, on_chunk=(lambda rows: bar.advance(1, f"({rows}/{cfg.n_subjects} rows)"))
-            if bar.enabled else None)
+            if bar.enabled else None, truth=args.truth)
     wall = time.perf_counter() - t0
     s, meta = report.summary, report.metadata
     metrics: dict[str, float | int] = {
@@ -81,6 +88,7 @@ def run_cohort(args: argparse.Namespace) -> int:
         "max_clips": cfg.max_clips,
         "echo_dim": cfg.echo_dim,
         "ecg_dim": cfg.ecg_dim,
+        "ecg_tokens": s.geometry.ecg_tokens,
         "manifest_bytes": report.manifest_bytes,
         "payload_bytes": meta["payload_bytes"],
         "ef_le_40_prevalence": round(meta["ef_le_40_prevalence"], 6),
@@ -108,5 +116,9 @@ def _check(path: str) -> int:
     g = s.geometry
     print(f"{path}: ok: {s.n_rows} subjects ({_splits(s.split_counts)}), "
           f"echo {g.max_clips} x {g.echo_dim} (has_echo {s.n_has_echo}), "
-          f"ecg {g.ecg_dim} (has_ecg {s.n_has_ecg}), source {s.metadata.get('source')}")
+          f"ecg {_ecg_shape(g)} (has_ecg {s.n_has_ecg}), source {s.metadata.get('source')}")
     return 0
+
+
+def _ecg_shape(g: Any) -> str:
+    return str(g.ecg_dim) if g.ecg_tokens == 1 else f"{g.ecg_tokens} x {g.ecg_dim}"
