@@ -18,6 +18,7 @@ from typing import Any
 
 from rightsize import atomic
 from rightsize.errors import InputError, IntegrityError
+from rightsize.telemetry.runs import is_event_file as is_event_name
 
 log = logging.getLogger(__name__)
 
@@ -27,8 +28,8 @@ _LINE = re.compile(r"^([0-9a-fA-F]{64}) [ *](.+)$")
 
 
 def is_event_file(path: Path) -> bool:
-    """A TensorBoard event file: a regular file whose name contains ``tfevents``."""
-    return "tfevents" in path.name and not path.name.startswith(".") and path.is_file()
+    """A regular file whose name passes :func:`rightsize.telemetry.runs.is_event_file`."""
+    return is_event_name(path.name) and path.is_file()
 
 
 def event_files(root: Path) -> list[str]:
