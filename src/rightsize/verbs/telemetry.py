@@ -14,6 +14,7 @@ from typing import Any
 
 from rightsize import console
 from rightsize.errors import InputError, IntegrityError
+from rightsize.verbs.arglists import int_list_type
 
 _RAW = argparse.RawDescriptionHelpFormatter
 
@@ -46,14 +47,6 @@ def _pos_float(text: str) -> float:
     if not v > 0 or not math.isfinite(v):
         raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
     return v
-
-
-def _int_list(text: str) -> tuple[int, ...]:
-    try:
-        return tuple(_pos_int(p) for p in text.split(",") if p.strip())
-    except argparse.ArgumentTypeError:
-        raise argparse.ArgumentTypeError(
-            f"expected comma-separated positive integers, got {text!r}") from None
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -96,7 +89,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     g.add_argument("--base-records", type=_pos_int, metavar="R0", help="records measured")
     g.add_argument("--base-units", type=_pos_int, metavar="U0", help="loader units they became")
     g.add_argument("--records", type=_pos_int, metavar="R", help="target dataset size")
-    g.add_argument("--epochs", type=_int_list, metavar="E,E", help="schedules, e.g. 1,5,12")
+    g.add_argument("--epochs", type=int_list_type(minimum=1), metavar="E,E",
+                   help="schedules, e.g. 1,5,12")
     g.add_argument("--flops-per-unit", type=_pos_float, metavar="F", help="fwd+bwd FLOPs/unit")
     g.add_argument("--peak-tflops", type=_pos_float, metavar="P", help="per-GPU peak TFLOP/s")
     g = p.add_argument_group("output")
