@@ -74,8 +74,8 @@ def test_report_opens_with_verdicts_carrying_measurements(full_build):
     # Preprocessing 1M / 200 per s = 1.39 CPU-hours over 8 cores = 0.174 h > 0.17 GPU-hours.
     sizing_line = next(line for line in verdict_block.splitlines() if "re-extraction" in line)
     assert "0.068-0.17 GPU-hours on NVIDIA A100 (estimated, no GPU measurement" in sizing_line
-    assert "1.14 TB" in sizing_line and "fits the 52 GB free at .: NO" in sizing_line
-    assert "the 1 TB quota: NO" in sizing_line
+    assert "1.14 TB" in sizing_line and "fits the 52.0 GB free at .: NO" in sizing_line
+    assert "the 1.00 TB quota: NO" in sizing_line
     assert "bound by ecg: preprocessing (CPU) (full_corpus: ecg 1,000,000 records" in sizing_line
     section = md.split("GPU and storage sizing: re-extraction", 1)[1]
     assert "| tokens per record | 500 | 186 (ecg base, output shapes) |" in section

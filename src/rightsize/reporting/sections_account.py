@@ -10,10 +10,10 @@ from datetime import datetime, timezone
 from typing import Any
 
 from rightsize.reporting import fmt
+from rightsize.reporting.account_parts import MEANING, PARTS
 from rightsize.reporting.doc import Block, Bullets, Note, Para, table
-from rightsize.reporting.figures_account import PARTS, calendar_account
+from rightsize.reporting.figures_account import calendar_account
 from rightsize.reporting.load import get, num
-from rightsize.telemetry.account import MEANING
 
 
 def _utc(t: float | None) -> str:
@@ -57,11 +57,9 @@ def account_blocks(run: str, d: dict[str, Any]) -> list[Block]:
     return blocks
 
 
-def checkpoint_blocks(c: Any) -> list[Block]:
-    """Preemptions, checkpoint interval and write cost, Young/Daly advice."""
-    if not isinstance(c, dict):
-        return []
-    rows = [
+def checkpoint_rows(c: dict[str, Any]) -> list[list[str]]:
+    """(label, value) rows of the ``checkpoints`` block: the report's table and the CLI's."""
+    return [
         ["restarts", fmt.integer(num(c, "restarts"))],
         ["mean active hours between interruptions",
          fmt.hours(num(c, "mean_hours_between_interruptions"))],
@@ -79,12 +77,24 @@ def checkpoint_blocks(c: Any) -> list[Block]:
          f"{fmt.hours(num(c, 'overhead_hours_at_interval'))} / "
          f"{fmt.hours(num(c, 'overhead_hours_at_young_daly'))}"],
     ]
-    out: list[Block] = [table(["preemptions and checkpoints", "value"], rows,
-                              f"Advice: {c.get('advice', fmt.DASH)}.")]
+
+
+def checkpoint_notes(c: dict[str, Any]) -> list[str]:
+    """The block's notes, then the Young/Daly assumptions when it gave an interval."""
     items = [str(n) for n in c.get("notes") or []]
     if num(c, "young_daly_steps") is not None:
         items.append(f"Assumptions: {c.get('assumptions', fmt.DASH)}; "
                      "tau = sqrt(2 x write cost x mean time between interruptions).")
+    return items
+
+
+def checkpoint_blocks(c: Any) -> list[Block]:
+    """Preemptions, checkpoint interval and write cost, Young/Daly advice."""
+    if not isinstance(c, dict):
+        return []
+    out: list[Block] = [table(["preemptions and checkpoints", "value"], checkpoint_rows(c),
+                              f"Advice: {c.get('advice', fmt.DASH)}.")]
+    items = checkpoint_notes(c)
     if items:
         out.append(Bullets(tuple(items)))
     return out

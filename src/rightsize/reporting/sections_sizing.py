@@ -18,7 +18,7 @@ OLD_FORMAT = "metrics/sizing.json is not a measured sizing (old format?): dvc re
 
 
 def _ask(d: dict[str, Any]) -> str | None:
-    from rightsize.sizing.report_rows import ask_sentence
+    from rightsize.reporting.sizing_text import ask_sentence
 
     try:
         return ask_sentence(d)
@@ -28,7 +28,7 @@ def _ask(d: dict[str, Any]) -> str | None:
 
 def sizing_answer(src: Source) -> tuple[str, str]:
     """(short answer, sentence) for the verdict list."""
-    from rightsize.sizing.report_rows import hours_range
+    from rightsize.reporting.sizing_text import hours_range
 
     if not src.ok:
         return "not run", src.note().rstrip(".") + "."
@@ -41,7 +41,7 @@ def sizing_answer(src: Source) -> tuple[str, str]:
 
 def sizing_blocks(src: Source) -> list[Block]:
     """The sizing section: the ask, asserted vs measured, scenario rows, bench provenance."""
-    from rightsize.sizing.report_rows import hours_range
+    from rightsize.reporting.sizing_text import hours_range
 
     blocks: list[Block] = [Heading("GPU and storage sizing: re-extraction", 3, "sizing")]
     if not src.ok:

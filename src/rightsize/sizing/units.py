@@ -1,8 +1,8 @@
-"""Byte sizes and storage dtypes shared by the sizing library and the footprint verb.
+"""Byte sizes and storage dtypes of the sizing library.
 
 :func:`parse_size` turns ``"2TB"`` / ``"500GiB"`` / ``"2e12"`` into bytes (decimal units are
-powers of 1000, ``i`` units powers of 1024); :func:`format_bytes` renders bytes back for
-tables; :data:`DTYPE_BYTES` is the width of each supported storage dtype.
+powers of 1000, ``i`` units powers of 1024); :data:`DTYPE_BYTES` is the width of each
+supported storage dtype. Bytes are rendered for people by ``rightsize.reporting.fmt.nbytes``.
 """
 
 from __future__ import annotations
@@ -43,15 +43,3 @@ def parse_size(text: str | int | float, key: str = "disk_bytes") -> int:
     if not math.isfinite(size) or size <= 0:
         raise ParamsError(f"{key}: size must be positive, got {text!r}")
     return int(round(size))
-
-
-def format_bytes(n: float | None) -> str:
-    """Render ``n`` bytes with a decimal unit (``3.07 TB``); ``-`` for None."""
-    if n is None:
-        return "-"
-    value = float(n)
-    for unit in ("B", "kB", "MB", "GB", "TB", "PB"):
-        if abs(value) < 1000 or unit == "PB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.3g} {unit}"
-        value /= 1000
-    return f"{value:.3g} PB"  # pragma: no cover - loop always returns

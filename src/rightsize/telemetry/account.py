@@ -35,15 +35,8 @@ from rightsize.telemetry.table import FileInfo
 
 log = logging.getLogger(__name__)
 
+# the parts of the calendar; what each means, in words: rightsize.reporting.account_parts
 PARTS = ("useful_steps", "redone_steps", "in_segment_pauses", "startup", "tail", "waiting")
-MEANING = {                  # what each part is, in words (text output and report)
-    "useful_steps": "steps that advanced training for the first time",
-    "redone_steps": "steps run again after a restart (work since the last checkpoint lost)",
-    "in_segment_pauses": "step gaps >= gap_s inside a launch: validation passes and stalls",
-    "startup": "per launch, first event (file header) to first training step",
-    "tail": "per launch, last training step to last event",
-    "waiting": "end of one launch to start of the next, dead launches included",
-}
 
 
 @dataclass(frozen=True)

@@ -149,7 +149,7 @@ def run_bench_encoder(args: argparse.Namespace) -> int:
 
 def summary_lines(r: dict[str, Any]) -> list[str]:
     """What was measured, in a few lines (stderr)."""
-    from rightsize.sizing.units import format_bytes
+    from rightsize.reporting.fmt import nbytes
 
     hw = r["hardware"]
     where = hw.get("gpu") or f"{hw['cpu']} ({hw['threads']} threads)"
@@ -160,7 +160,7 @@ def summary_lines(r: dict[str, Any]) -> list[str]:
         f"{r['tokens_per_input_arithmetic']}), {r['hidden_states']} hidden states of "
         f"{r['hidden_size']}",
         f"  bytes per record, one layer float16: "
-        f"{format_bytes(r['bytes_per_record']['float16']['one_layer'])}",
+        f"{nbytes(r['bytes_per_record']['float16']['one_layer'])}",
         f"  FLOPs per record: {r['flops_per_record'] / 1e9:,.1f} GFLOP (analytic per input "
         f"{r['flops_per_input_analytic'] / 1e9:,.1f}, measured {r['flops_per_input'] / 1e9:,.1f})",
     ]

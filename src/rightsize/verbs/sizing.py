@@ -115,9 +115,9 @@ def run_sizing(args: argparse.Namespace) -> int:
     import shutil
 
     from rightsize.params import load_params, parse
+    from rightsize.reporting.sizing_text import table_rows
     from rightsize.sizing.config import SizingConfig, check_retired
     from rightsize.sizing.plan import size_all
-    from rightsize.sizing.report_rows import table_rows
 
     raw = load_params(args.params)
     if "sizing" not in raw:
@@ -188,20 +188,20 @@ def _block(raw: dict[str, Any], key: str, path: str) -> dict[str, Any]:
 
 
 def _footprint_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
-    from rightsize.sizing.units import format_bytes
+    from rightsize.reporting.fmt import nbytes
 
-    rows = [("manifest", f"{format_bytes(result['manifest_bytes'])} "
+    rows = [("manifest", f"{nbytes(result['manifest_bytes'])} "
                          f"({result['payload_measured_ratio']:.2f}x the float32 payload "
                          f"at max_clips={result['max_clips']})")]
     for probe, c in result["checkpoints"].items():
-        rows.append((f"checkpoint {probe}", f"{format_bytes(c['bytes'])}, {c['params']:,} params"))
+        rows.append((f"checkpoint {probe}", f"{nbytes(c['bytes'])}, {c['params']:,} params"))
     for row in result["payload_table"]:
-        rows.append((f"payload max_clips={row['max_clips']}", format_bytes(row["payload_bytes"])))
+        rows.append((f"payload max_clips={row['max_clips']}", nbytes(row["payload_bytes"])))
     for stage, mb in result["peak_rss_mb"].items():
         rows.append((f"peak RSS {stage}", f"{mb:,.0f} MB"))
     for name, ok in result["writable"].items():
         rows.append((f"writable {name}/", "yes" if ok else "NO"))
-    rows.append(("free disk", format_bytes(result["free_disk_bytes"])))
+    rows.append(("free disk", nbytes(result["free_disk_bytes"])))
     return rows
 
 

@@ -177,8 +177,8 @@ def _config(args: argparse.Namespace) -> Any:
 def run_telemetry(args: argparse.Namespace) -> int:
     """The ``telemetry`` verb."""
     from rightsize import atomic
+    from rightsize.reporting.cost_text import render_report, render_runs
     from rightsize.telemetry.cost_report import cost_reports
-    from rightsize.telemetry.render import render_report, render_runs
     from rightsize.telemetry.scalars import read_scalars
     from rightsize.verbs.scalars import files_progress
 

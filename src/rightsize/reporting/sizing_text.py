@@ -1,15 +1,16 @@
 """Words for a sizing result: the one-line ask and (label, value) rows for the CLI table.
 
 Every figure says where it came from: measured (and on what) or estimated (and how).
-Pure formatting over the JSON that :func:`rightsize.sizing.plan.size_all` returns; the
-report imports :func:`ask_sentence` so the CLI and the report say the same thing.
+Pure formatting over the JSON that :func:`rightsize.sizing.plan.size_all` returns (the
+``metrics/sizing.json`` file); ``rightsize sizing`` prints :func:`table_rows` and the report
+uses :func:`ask_sentence`, so the CLI and the report say the same thing.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from rightsize.sizing.units import format_bytes
+from rightsize.reporting.fmt import nbytes, yes_no
 
 
 def hours_range(low: float | None, high: float | None, what: str = "GPU") -> str:
@@ -37,10 +38,6 @@ def _num(x: float) -> str:
     return f"{x:.2g}"
 
 
-def _yes_no(v: bool | None) -> str:
-    return "-" if v is None else ("yes" if v else "NO")
-
-
 def ask_sentence(result: dict[str, Any]) -> str:
     """"N GPU-hours on <GPU>, M TB, bound by ..." with where each number came from."""
     a = result["ask"]
@@ -55,15 +52,15 @@ def ask_sentence(result: dict[str, Any]) -> str:
     disk = result["disk"]
     fits = []
     if a["fits_free_space"] is not None:
-        fits.append(f"fits the {format_bytes(disk['free_bytes'])} free at {disk['path']}: "
-                    f"{_yes_no(a['fits_free_space'])}")
+        fits.append(f"fits the {nbytes(disk['free_bytes'])} free at {disk['path']}: "
+                    f"{yes_no(a['fits_free_space'])}")
     if disk.get("writable") is False:
         fits.append(f"{disk['path']} is NOT writable")
     if a["fits_quota"] is not None:
-        fits.append(f"the {format_bytes(disk['quota_bytes'])} quota: {_yes_no(a['fits_quota'])}")
+        fits.append(f"the {nbytes(disk['quota_bytes'])} quota: {yes_no(a['fits_quota'])}")
     rows = result["scenarios"][a["scenario"]]["models"]
     records = ", ".join(f"{m} {rows[m]['records']:,} records" for m in a["models"].split(","))
-    return (f"{gpu} on {where}, {format_bytes(a['storage_bytes'])}, bound by "
+    return (f"{gpu} on {where}, {nbytes(a['storage_bytes'])}, bound by "
             f"{a['bound']} ({a['scenario']}: {records}; {'; '.join(fits) or 'no disk check'}).")
 
 
@@ -75,7 +72,7 @@ def table_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
             cpu = hours_range(r["cpu_hours"], r["cpu_hours"], "CPU")
             rows.append((f"{name} / {model}",
                          f"{r['records']:,} records, {r['tokens']:,} tokens, "
-                         f"{format_bytes(r['storage_bytes'])} ({r['keep']}, {r['layers_kept']} "
+                         f"{nbytes(r['storage_bytes'])} ({r['keep']}, {r['layers_kept']} "
                          f"layer(s), {r['dtype']}); "
                          f"{hours_range(r['gpu_hours_low'], r['gpu_hours_high'])} "
                          f"({'measured' if r['gpu_measured'] else 'estimated'}); {cpu}; "
@@ -86,8 +83,8 @@ def table_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
         rows.append(("asserted before vs measured",
                      f"{ba['records']:,} ECG records: tokens/record {old['tokens_per_record']} "
                      f"-> {new['tokens_per_record']}; storage "
-                     f"{format_bytes(old['storage_bytes'])} -> "
-                     f"{format_bytes(new['storage_bytes'])}; "
+                     f"{nbytes(old['storage_bytes'])} -> "
+                     f"{nbytes(new['storage_bytes'])}; "
                      f"{hours_range(old['gpu_hours'], old['gpu_hours'])} -> "
                      f"{hours_range(new['gpu_hours_low'], new['gpu_hours_high'])}"
                      f"{'' if new['gpu_measured'] else ' (estimated)'}"))
