@@ -10,8 +10,7 @@ import io
 from collections.abc import Sequence
 from typing import Any
 
-from rightsize.reporting.account_parts import MEANING
-from rightsize.reporting.sections_account import checkpoint_notes, checkpoint_rows
+from rightsize.reporting.account_parts import MEANING, checkpoint_notes, checkpoint_rows
 
 
 def _fmt(v: Any, digits: int = 4) -> str:

@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from rightsize.reporting import fmt
-from rightsize.reporting.account_parts import MEANING, PARTS
+from rightsize.reporting.account_parts import MEANING, PARTS, checkpoint_notes, checkpoint_rows
 from rightsize.reporting.doc import Block, Bullets, Note, Para, table
 from rightsize.reporting.figures_account import calendar_account
 from rightsize.reporting.load import get, num
@@ -55,37 +55,6 @@ def account_blocks(run: str, d: dict[str, Any]) -> list[Block]:
                            f"({fmt.integer(tail)} bytes), the normal end of a file still being "
                            "written; not counted as damage."))
     return blocks
-
-
-def checkpoint_rows(c: dict[str, Any]) -> list[list[str]]:
-    """(label, value) rows of the ``checkpoints`` block: the report's table and the CLI's."""
-    return [
-        ["restarts", fmt.integer(num(c, "restarts"))],
-        ["mean active hours between interruptions",
-         fmt.hours(num(c, "mean_hours_between_interruptions"))],
-        ["steps lost per restart (mean)", fmt.number(num(c, "lost_steps_per_restart"))],
-        ["checkpoint interval used (from resumes / from slow steps)",
-         f"{fmt.integer(num(c, 'checkpoint_interval_steps'))} steps "
-         f"({fmt.integer(num(c, 'checkpoint_interval_from_resumes'))} / "
-         f"{fmt.integer(num(c, 'checkpoint_interval_from_step_times'))})"],
-        ["checkpoint write cost (median extra time of the step after one)",
-         f"{fmt.seconds(num(c, 'checkpoint_write_s'))} "
-         f"({fmt.integer(num(c, 'checkpoint_writes_seen'))} writes seen)"],
-        ["Young/Daly interval", f"{fmt.number(num(c, 'young_daly_steps'))} steps "
-         f"({fmt.hours(num(c, 'young_daly_hours'))})"],
-        ["redone steps + writes at the interval used / at Young/Daly",
-         f"{fmt.hours(num(c, 'overhead_hours_at_interval'))} / "
-         f"{fmt.hours(num(c, 'overhead_hours_at_young_daly'))}"],
-    ]
-
-
-def checkpoint_notes(c: dict[str, Any]) -> list[str]:
-    """The block's notes, then the Young/Daly assumptions when it gave an interval."""
-    items = [str(n) for n in c.get("notes") or []]
-    if num(c, "young_daly_steps") is not None:
-        items.append(f"Assumptions: {c.get('assumptions', fmt.DASH)}; "
-                     "tau = sqrt(2 x write cost x mean time between interruptions).")
-    return items
 
 
 def checkpoint_blocks(c: Any) -> list[Block]:
