@@ -2,7 +2,7 @@
 
 Each module in :data:`VERB_MODULES` exposes ``register(subparsers, common)`` that adds its
 verbs with ``set_defaults(func=...)``. Verb modules import only the standard library at
-module level, so ``rightsize scalars`` never pays for torch, sklearn or pandas.
+module level, so ``rightsize scalars`` never pays for torch or pandas.
 
 Exit codes: 0 ok; 1 unexpected internal error; 2 bad input (file, flag, params key);
 3 integrity failure (checksum, CRC under ``--strict``); 4 bad data (schema, shape, values);
@@ -66,6 +66,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     console.configure(quiet=args.quiet, debug=args.debug)
     try:
+        if getattr(args, "params", None):
+            _check_params_file(args.params)
         return int(args.func(args) or 0)
     except RightsizeError as exc:
         if args.debug:
@@ -84,6 +86,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"rightsize: error: internal: {type(exc).__name__}: {exc} (rerun with --debug)",
               file=sys.stderr)
         return 1
+
+
+def _check_params_file(path: str) -> None:
+    """The checks of a whole params file that every verb reading one runs first.
+
+    ``train.probes`` decides which pipeline stages exist, so a bad list must stop whichever
+    stage runs first, before it writes anything (``check_train_probes``).
+    """
+    from rightsize.params import load_params
+    from rightsize.probes.names import check_train_probes
+
+    check_train_probes(load_params(path))
 
 
 def console_main() -> None:

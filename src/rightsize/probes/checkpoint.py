@@ -24,9 +24,9 @@ from typing import Any
 from rightsize.atomic import atomic_path, write_json
 from rightsize.errors import DataError, InputError
 from rightsize.probes.attentive import AttentiveEchoProbe
-from rightsize.probes.config import NUMPY_PROBES
 from rightsize.probes.data import Standardizer
 from rightsize.probes.linear import LinearEcgProbe
+from rightsize.probes.names import NUMPY_PROBES
 from rightsize.probes.npzfile import WEIGHTS as NPZ_WEIGHTS
 from rightsize.probes.predict import Probe
 

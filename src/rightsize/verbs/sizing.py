@@ -162,10 +162,9 @@ def run_footprint(args: argparse.Namespace) -> int:
     cohort = _block(raw, "cohort", args.params)
     shape = parse(CohortShape, {k: cohort[k] for k in ("n_subjects", "max_clips", "echo_dim",
                                                        "ecg_dim") if k in cohort}, "cohort")
-    probes = _block(raw, "train", args.params).get("probes")
-    if (not isinstance(probes, list) or not probes
-            or not all(isinstance(p, str) and p for p in probes)):
-        raise ParamsError(f"train.probes: expected a non-empty list of probe names, got {probes!r}")
+    probes = _block(raw, "train", args.params).get("probes")   # checked by rightsize.cli
+    if probes is None:
+        raise ParamsError(f"{args.params}: missing key train.probes")
 
     paths = FootprintPaths(manifest=Path(args.manifest), models=Path(args.models),
                            metrics_dir=Path(args.metrics_dir), reports=Path(args.reports))

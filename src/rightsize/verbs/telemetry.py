@@ -132,11 +132,13 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
         help="write a synthetic preempted run with planted truth",
         description="Write a synthetic multi-launch training run (preemptions, re-logged steps, "
                     "pauses, header-only launches) into DEST with its SHA256SUMS, and the truth "
-                    "a cost report must recover into --truth. Deterministic per --seed.",
-        epilog="example:\n  rightsize demo-run data/telemetry/demo --seed 0 "
+                    "a cost report must recover into --truth. Deterministic per seed.",
+        epilog="example:\n  rightsize demo-run data/telemetry/demo --params params.yaml "
                "--truth data/telemetry/demo.truth.json")
     p.add_argument("dest", metavar="DEST")
-    p.add_argument("--seed", type=_nonneg_int, default=0, help="random seed (default 0)")
+    p.add_argument("--params", metavar="YAML", help="take the seed from demo.seed of this file")
+    p.add_argument("--seed", type=_nonneg_int, default=None,
+                   help="random seed (default: demo.seed of --params, else 0)")
     p.add_argument("--truth", metavar="PATH", help="write the planted truth JSON here")
     p.add_argument("--log-every", type=_pos_int, default=1, metavar="K",
                    help="log the step tag every K steps (default 1)")
@@ -268,9 +270,15 @@ def run_verify(args: argparse.Namespace) -> int:
 
 def run_demo(args: argparse.Namespace) -> int:
     """The ``demo-run`` verb."""
-    from rightsize.telemetry.demo import DemoConfig, demo_run
+    from rightsize.telemetry.demo import DemoConfig, DemoParams, demo_run
 
-    facts = demo_run(args.dest, args.truth, DemoConfig(seed=args.seed, log_every=args.log_every))
+    seed = args.seed
+    if seed is None and args.params:
+        from rightsize.params import load_block
+
+        seed = load_block(args.params, "demo", DemoParams).seed
+    facts = demo_run(args.dest, args.truth,
+                     DemoConfig(seed=seed or 0, log_every=args.log_every))
     console.info(f"{args.dest}: {facts['launches']} launches, {facts['max_step']:,} steps, "
                  f"{facts['relogged_steps']:,} re-logged")
     return 0
