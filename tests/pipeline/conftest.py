@@ -10,8 +10,6 @@ the venv's bin first on PATH (so DVC stages find ``rightsize``), a throwaway HOM
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -22,47 +20,27 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from pipeline_helpers import (  # noqa: E402
-    REPO,
-    TINY_PARAMS,
     commit_all,
     copy_project,
     dvc,
-    git,
-    set_params,
+    tiny_clone,
 )
-
-
-def _source_files() -> list[str]:
-    out = subprocess.run(
-        ["git", "ls-files", "-co", "--exclude-standard", "-z"],
-        cwd=REPO, capture_output=True, check=True,
-    ).stdout.decode()
-    return sorted({f for f in out.split("\0") if f})
 
 
 @pytest.fixture(scope="session")
 def built_project(tmp_path_factory: pytest.TempPathFactory,
                   pipeline_env: dict[str, str]) -> Path:
     """The tiny project after one ``dvc repro``, committed; treat as read-only."""
-    root = tmp_path_factory.mktemp("built")
-    proj = root / "proj"
-    for rel in _source_files():
-        src = REPO / rel
-        if not src.is_file():
-            continue  # deleted in the working tree
-        dst = proj / rel
-        dst.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(src, dst)
-    set_params(proj, TINY_PARAMS)
-    env = pipeline_env
-    git(proj, env, "init", "-q")
-    store = root / "dvc-store"
-    store.mkdir()
-    dvc(proj, env, "remote", "add", "-d", "-f", "local", str(store))
-    commit_all(proj, env, "tiny project")
-    dvc(proj, env, "repro")
-    commit_all(proj, env, "dvc repro")
+    proj = tiny_clone(tmp_path_factory.mktemp("built"), pipeline_env)
+    dvc(proj, pipeline_env, "repro")
+    commit_all(proj, pipeline_env, "dvc repro")
     return proj
+
+
+@pytest.fixture(scope="session")
+def shared_dvc_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A DVC cache folder projects of one session may share (run-cache hits across them)."""
+    return tmp_path_factory.mktemp("dvc-cache")
 
 
 @pytest.fixture
