@@ -141,7 +141,7 @@ class TrainConfig:
 
 @dataclass(frozen=True)
 class EvaluateConfig:
-    """The ``evaluate`` block: bootstrap settings for evaluate and missing_modality."""
+    """The ``evaluate`` block: bootstrap settings for evaluate and missing-modality."""
 
     seed: int = 0
     n_bootstrap: int = 2000
