@@ -1,4 +1,7 @@
-"""Timing and memory helpers shared by the benchmarks (standard library only).
+"""Timing, memory and stamping helpers shared by the benchmarks (standard library only).
+
+Every result file starts with a stamp line (:func:`write_result`): commit, date, machine
+and the script, which benchmarks/README.md's claims table cites.
 
 Every contender runs in a fresh child process; :func:`run_process` times it with a
 monotonic clock and reads its peak resident set size from ``os.wait4``.
@@ -14,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import re
 import signal
 import subprocess
 import sys
@@ -200,12 +204,6 @@ def self_peak_rss_mb() -> float:
     return kb * 1024 / MB
 
 
-def self_rss_mb() -> float:
-    """Current RSS of this process (``VmRSS``), 0.0 where /proc is missing."""
-    kb = _status_kb("VmRSS")
-    return 0.0 if kb is None else kb * 1024 / MB
-
-
 def cpu_model() -> str:
     """CPU model name from /proc/cpuinfo (falls back to ``platform.processor()``)."""
     try:
@@ -240,3 +238,44 @@ def machine_info() -> dict[str, str]:
         "load average (1/5/15 min)": load,
         "executable": Path(sys.executable).name,
     }
+
+
+STAMP = re.compile(r"^Stamp: commit (?P<commit>[0-9a-f]{7,40}(?:\+dirty)?), "
+                   r"(?P<date>\d{4}-\d{2}-\d{2}), (?P<machine>.+), "
+                   r"(?P<script>benchmarks/[\w.]+\.py)(?P<note>.*)$")
+
+
+def machine_line(info: dict[str, str] | None = None) -> str:
+    """``AMD EPYC (2 logical cores, 23.5 GiB)``: what a result's stamp names."""
+    info = info or machine_info()
+    return f"{info['cpu']} ({info['cores'].split(' (')[0]} cores, {info['memory']})"
+
+
+def stamp(script: str, info: dict[str, str] | None = None) -> str:
+    """The first line of every result file: commit (``+dirty`` with uncommitted changes to
+    the code measured), UTC date, machine and the script that wrote it (matches STAMP)."""
+    repo = Path(__file__).resolve().parents[1]
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True,
+                              check=False).stdout.strip()
+
+    commit = git("rev-parse", "--short=7", "HEAD") or "0000000"
+    if git("status", "--porcelain", "--", "src", "benchmarks", "dvc.yaml", "params.yaml"):
+        commit += "+dirty"
+    date = time.strftime("%Y-%m-%d", time.gmtime())
+    return f"Stamp: commit {commit}, {date}, {machine_line(info)}, benchmarks/{script}"
+
+
+def write_result(path: str | os.PathLike[str], text: str, script: str,
+                 info: dict[str, str] | None = None) -> Path:
+    """Write a result file atomically (temp file + rename), its stamp line first."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    body = f"{stamp(script, info)}\n\n{text.rstrip()}\n"
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(body)
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, target)
+    return target

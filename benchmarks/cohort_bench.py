@@ -130,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     sys.path.insert(0, str(REPO / "src"))
-    from rightsize.atomic import write_text
+    from _measure import write_result
 
     echo_mb = args.subjects * args.clips * args.echo_dim * 4 / 1e6
     payload_mb = echo_mb + args.subjects * args.ecg_dim * 4 / 1e6
@@ -164,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
               f"(target <= 1.5 x), naive: {peaks['naive'] / echo_mb:.2f} x. `load_arrays` "
               "must hold the arrays it returns (about the payload) plus one row group."]
     text = "\n".join(lines) + "\n"
-    write_text(args.out_md, text)
+    write_result(args.out_md, text, "cohort_bench.py")
     print(text)
     return 0
 

@@ -35,7 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _measure import imported_from, machine_info, run_process  # noqa: E402
+from _measure import imported_from, machine_info, run_process, write_result  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 GOAL_S = 60.0
@@ -251,7 +251,7 @@ def main() -> int:
         f"{p.name} ({json.loads(p.read_text())['hardware'].get('gpu', '?')})"
         for p in gpu_files) or "none (GPU-hours are estimated from the FLOPs above)") + ".")
     text = "\n".join(lines) + "\n"
-    Path(args.out_md).write_text(text, encoding="utf-8")
+    write_result(args.out_md, text, "encoder_bench.py")
     print(text)
     return 0
 

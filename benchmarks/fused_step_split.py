@@ -170,8 +170,10 @@ def main() -> int:
     ap.add_argument("--epochs", type=int, default=10)
     ap.add_argument("--manifest", default=None)
     ap.add_argument("--top", type=int, default=12)
+    ap.add_argument("--out", default=None,
+                    help="result file (default: results/fused_step_<fusion_dim>.md)")
     args = ap.parse_args()
-    from _measure import child_json, machine_info, run_process
+    from _measure import child_json, machine_info, run_process, write_result
 
     with tempfile.TemporaryDirectory(prefix="fused-step-") as tmp:
         manifest = args.manifest
@@ -181,7 +183,10 @@ def main() -> int:
                              "manifest", manifest, "1", "1208", "1024", "768"], cwd=REPO)
             child_json(m, "manifest")
         res = measure(manifest, args.fusion_dim, args.epochs)
-    print(render(res, machine_info(), args.top))
+    text = render(res, machine_info(), args.top)
+    out = args.out or HERE / "results" / f"fused_step_{args.fusion_dim}.md"
+    write_result(out, text, "fused_step_split.py")
+    print(text)
     return 0
 
 

@@ -24,7 +24,7 @@ start and the end of the run).
 Usage::
 
     python benchmarks/probes_bench.py            # ~13-15 min on 2 cores -> results/probes.md
-    python benchmarks/probes_bench.py --clips 1 --probes echo fused --no-readme --out-md /tmp/p.md
+    python benchmarks/probes_bench.py --clips 1 --probes echo fused --out-md /tmp/p.md
 """
 
 from __future__ import annotations
@@ -44,7 +44,6 @@ from _measure import child_json, machine_info, run_process  # noqa: E402
 REPO = Path(__file__).resolve().parents[1]
 HERE = Path(__file__).resolve().parent
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
-START, END = "<!-- probes:start -->", "<!-- probes:end -->"
 
 
 # ----------------------------------------------------------------------------- children
@@ -228,7 +227,7 @@ def _cases(args: argparse.Namespace) -> list[tuple[int, str, int]]:
 
 
 def main() -> int:
-    """Run the benchmark; write the results markdown and the README section."""
+    """Run the benchmark; write the results markdown (results/probes.md)."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--clips", type=int, nargs="+", default=[1, 8])
     ap.add_argument("--probes", nargs="+", default=["ecg", "echo", "concat", "fused"],
@@ -248,13 +247,10 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=20, help="engine bootstrap: best of")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds per child")
     ap.add_argument("--out-md", default=str(HERE / "results" / "probes.md"))
-    ap.add_argument("--readme", default=str(HERE / "README.md"))
-    ap.add_argument("--no-readme", action="store_true")
     args = ap.parse_args()
 
-    from probes_readme import readme_section, replace_section
+    from _measure import write_result
     from probes_report import render
-    from rightsize.atomic import write_text
     from rightsize.params import load_block
     from rightsize.probes.config import TrainConfig
 
@@ -312,11 +308,7 @@ def main() -> int:
     flops = _fit_flops(results, mm0, (n_train, n_val), info)
     md = render(args, cfg, info, results, flops, (mm0, mm1), boot, profiles,
                 time.perf_counter() - t_all)
-    write_text(args.out_md, md)
-    if not args.no_readme:
-        readme = Path(args.readme)
-        old = readme.read_text(encoding="utf-8") if readme.exists() else ""
-        write_text(readme, replace_section(old, readme_section(md), START, END))
+    write_result(args.out_md, md, "probes_bench.py", info)
     print(md)
     return 0
 

@@ -26,7 +26,7 @@ wall time into interpreter start-up, imports, manifest load, training, evaluatio
 Usage::
 
     python benchmarks/probes_e2e_bench.py --before c50ba41     # ~10 min on 2 cores
-    python benchmarks/probes_e2e_bench.py --runs 1 --no-1024 --no-readme --out-md /tmp/e.md
+    python benchmarks/probes_e2e_bench.py --runs 1 --no-1024 --out-md /tmp/e.md
 """
 
 from __future__ import annotations
@@ -50,7 +50,6 @@ REPO = Path(__file__).resolve().parents[1]
 HERE = Path(__file__).resolve().parent
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 VERBS = ("train", "evaluate", "missing-modality")
-START, END = "<!-- probes-e2e:start -->", "<!-- probes-e2e:end -->"
 Case = tuple[str, int]          # (probe, fusion_dim)
 
 
@@ -206,7 +205,7 @@ def _export(rev: str, dest: Path) -> Path:
 
 
 def main() -> int:
-    """Run the benchmark; write results/probes_e2e.md and the README section."""
+    """Run the benchmark; write results/probes_e2e.md."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--before", default=None, help="git revision to time as 'before'")
@@ -215,15 +214,12 @@ def main() -> int:
     ap.add_argument("--subjects", type=int, default=1208)
     ap.add_argument("--timeout", type=float, default=900.0)
     ap.add_argument("--out-md", default=str(HERE / "results" / "probes_e2e.md"))
-    ap.add_argument("--readme", default=str(HERE / "README.md"))
-    ap.add_argument("--no-readme", action="store_true")
     args = ap.parse_args()
 
     import yaml
 
-    from probes_e2e_report import readme_section, render
-    from probes_readme import replace_section
-    from rightsize.atomic import write_text
+    from _measure import write_result
+    from probes_e2e_report import render
 
     info = machine_info()
     info["commit"] = _git("rev-parse", "--short", "HEAD") + (
@@ -283,11 +279,7 @@ def main() -> int:
     info["load average at end"] = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     md = render(args, info, cases, list(trees), runs, budgets, stage_cmds,
                 time.perf_counter() - t_all)
-    write_text(args.out_md, md)
-    if not args.no_readme:
-        readme = Path(args.readme)
-        write_text(readme, replace_section(readme.read_text(encoding="utf-8"),
-                                           readme_section(md), START, END))
+    write_result(args.out_md, md, "probes_e2e_bench.py", info)
     print(md)
     return 0
 

@@ -1,4 +1,4 @@
-"""Markdown of ``probes_e2e_bench.py``: results file and its README section (standard library)."""
+"""Markdown of ``probes_e2e_bench.py``'s results file (standard library only)."""
 
 from __future__ import annotations
 
@@ -132,32 +132,3 @@ def render(args: argparse.Namespace, info: dict[str, str], cases: list[Case],
         out.append(f"- {key[0]} {_label(key[1])}: "
                    + ", ".join(f"{r['wall_s']:.2f}" for r in rs))
     return "\n".join(out) + "\n"
-
-
-def readme_section(md: str) -> str:
-    """The README section: how to run, the goals and the tables of ``md``."""
-    body = md.split("## Machine", 1)[1]
-    machine = [ln for ln in body.split("## Whole process")[0].splitlines() if ln.startswith("-")]
-    keep = ("## Whole process", "## Goals", "## Time budget per stage")
-    parts = []
-    for chunk in ("## " + c for c in body.split("\n## ")[1:]):
-        if chunk.startswith(keep):
-            parts.append("#" + chunk.strip())
-    return "\n".join([
-        "## Probes end to end (as `dvc repro` runs them)", "",
-        "`probes_e2e_bench.py` runs each probe's stage commands from `dvc.yaml` (now one "
-        "`train` command per probe, which also evaluates and runs the missing-modality test; "
-        "older revisions also had evaluate and missing-modality stages), each a fresh "
-        "`rightsize` process as DVC runs it, "
-        "against the calibration workload `naive_probes.py` (the textbook model and "
-        "tutorial loop of the section below, as one whole process per probe), interleaved in "
-        "one run, 1 thread, pooled manifest; `--before REV` adds the same stages of an "
-        "older commit. `stage_budget.py` splits each stage's wall time into interpreter "
-        "start-up, imports, manifest load, training, evaluation and writes.", "",
-        "```bash",
-        "python benchmarks/probes_e2e_bench.py --before c50ba41   # ~10-15 min on 2 cores",
-        "```", "",
-        f"Goal: all four probes >= {GOAL:.0f}x the calibration workload, and fused at "
-        f"fusion_dim 1024 >= {GOAL:.0f}x; peak RSS per process does not grow. Latest run "
-        "([results/probes_e2e.md](results/probes_e2e.md)):", "",
-        *machine, "", *("\n\n".join(parts).splitlines())])

@@ -20,6 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from telemetry_account_bench import CHILD, RAMPNET  # noqa: E402
+
 from _measure import (  # noqa: E402
     REPO,
     Measurement,
@@ -30,7 +32,6 @@ from _measure import (  # noqa: E402
     run_process,
     source_sides,
 )
-from telemetry_account_bench import CHILD, RAMPNET  # noqa: E402
 
 GOAL = 1.20
 

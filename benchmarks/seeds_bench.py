@@ -28,7 +28,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from _measure import imported_from, run_process
+from _measure import imported_from, run_process, write_result
 
 REPO = Path(__file__).resolve().parents[1]
 PROBES = ("ecg", "echo", "concat", "fused")
@@ -139,8 +139,7 @@ def main() -> int:
         b = med[f"base {args.base}"]
         lines.append(f"Against `{args.base}` at one seed: {med['seeds'] / b:.2f}x.")
     text = "\n".join(lines) + "\n"
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(text)
+    write_result(args.out, text, "seeds_bench.py")
     print(text)
     return 0
 

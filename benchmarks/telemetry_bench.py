@@ -325,9 +325,7 @@ def main(argv: list[str] | None = None) -> int:
               f"under the profiler, {profile['rows']:,} rows")
         print(profile["tottime"])
         print(profile["cumulative"])
-    from rightsize.atomic import write_text
-
-    write_text(args.out, report)
+    ms.write_result(args.out, report, "telemetry_bench.py")
     print(f"wrote {args.out}")
     return 0
 

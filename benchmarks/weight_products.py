@@ -11,7 +11,7 @@ for 24-68 rows (the intercept of a line through the cold times is the part of a 
 does not depend on its row count), and the transposed form ``W @ X^T`` (the weight as the
 product's left operand) for 16-64 columns. Prints a markdown report::
 
-    python benchmarks/weight_products.py > benchmarks/results/weight_products.md   # ~20 s
+    python benchmarks/weight_products.py      # ~20 s; writes benchmarks/results/weight_products.md
 """
 
 from __future__ import annotations
@@ -101,10 +101,17 @@ def render(res: dict[str, Any], info: dict[str, str]) -> str:
 
 
 def main() -> int:
-    """Measure and print the report."""
-    from _measure import machine_info
+    """Measure, write results/weight_products.md (or ``--out``) and print the report."""
+    import argparse
 
-    print(render(measure(), machine_info()))
+    from _measure import machine_info, write_result
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default=str(HERE / "results" / "weight_products.md"))
+    args = ap.parse_args()
+    text = render(measure(), machine_info())
+    write_result(args.out, text, "weight_products.py")
+    print(text)
     return 0
 
 

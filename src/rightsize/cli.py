@@ -2,7 +2,7 @@
 
 Each module in :data:`VERB_MODULES` exposes ``register(subparsers, common)`` that adds its
 verbs with ``set_defaults(func=...)``. Verb modules import only the standard library at
-module level, so ``rightsize scalars`` never pays for torch, sklearn or pandas.
+module level, so ``rightsize scalars`` never pays for torch or pandas.
 
 Exit codes: 0 ok; 1 unexpected internal error (a bug); 2 bad input (file, flag, params key,
 permissions); 3 integrity failure (checksum, CRC or unreadable path under ``--strict``); 4 bad
@@ -75,6 +75,8 @@ def main(argv: list[str] | None = None) -> int:
     console.configure(quiet=args.quiet, debug=args.debug)
     previous = _raise_on_sigterm()
     try:
+        if getattr(args, "params", None):
+            _check_params_file(args.params)
         return int(args.func(args) or 0)
     except RightsizeError as exc:
         _traceback(args.debug)
@@ -117,6 +119,18 @@ def _traceback(debug: bool) -> None:
     """With ``--debug``, print the traceback of the exception being handled."""
     if debug:
         traceback.print_exc(file=sys.stderr)
+
+
+def _check_params_file(path: str) -> None:
+    """The checks of a whole params file that every verb reading one runs first.
+
+    ``train.probes`` decides which pipeline stages exist, so a bad list must stop whichever
+    stage runs first, before it writes anything (``check_train_probes``).
+    """
+    from rightsize.params import load_params
+    from rightsize.probes.names import check_train_probes
+
+    check_train_probes(load_params(path))
 
 
 def console_main() -> None:

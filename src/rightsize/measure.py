@@ -149,7 +149,7 @@ def _openblas() -> str:
         return "numpy not loaded"
     try:
         from threadpoolctl import threadpool_info
-    except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
+    except ImportError:  # pragma: no cover - threadpoolctl is a dependency
         return "unknown (no threadpoolctl)"
     libs = [i for i in threadpool_info() if i.get("user_api") == "blas"]
     return "; ".join(f"{i.get('internal_api')} {i.get('version')} {i.get('architecture', '')}"
@@ -185,16 +185,16 @@ def hardware_stamp(threads: int, device: str) -> dict[str, Any]:
     """Where a number was measured: CPU model, cores, threads used, library versions, device,
     and the numerics that decide its floating-point path (:func:`numerics_stamp`).
 
-    Keys (stable): ``cpu``, ``cores``, ``threads``, ``torch``, ``sklearn``, ``numpy``,
-    ``python``, ``platform``, ``device``, ``numerics``. Versions come from package
-    metadata, so this never imports torch or scikit-learn itself.
+    Keys (stable): ``cpu``, ``cores``, ``threads``, ``torch``, ``numpy``, ``python``,
+    ``platform``, ``device``, ``numerics``. Versions come from package metadata, so this
+    never imports torch itself. (scikit-learn is a test oracle only: nothing that runs
+    depends on its version, so the stamp leaves it out.)
     """
     return {
         "cpu": cpu_model(),
         "cores": os.cpu_count() or 0,
         "threads": int(threads),
         "torch": _version("torch"),
-        "sklearn": _version("scikit-learn"),
         "numpy": _version("numpy"),
         "python": platform.python_version(),
         "platform": platform.platform(terse=True),

@@ -73,9 +73,12 @@ def load_params(path: str | Path) -> dict[str, Any]:
                           f"{exc.object[exc.start:exc.start + 1]!r})") from None
     except OSError as exc:
         raise ParamsError(f"{p}: cannot read ({exc.strerror or exc})") from None
+    # libyaml's loader when PyYAML has it: the same values, ~0.5 ms instead of ~21 ms for
+    # params.yaml (every verb reads it; rightsize.cli checks train.probes in it first)
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        _refuse_duplicates(yaml.compose(text, Loader=yaml.SafeLoader), p)
-        data = yaml.safe_load(text)
+        _refuse_duplicates(yaml.compose(text, Loader=loader), p)
+        data = yaml.load(text, Loader=loader)
     except yaml.YAMLError as exc:
         raise ParamsError(f"{p}: not valid YAML: {str(exc).splitlines()[0]}") from None
     if not isinstance(data, dict):

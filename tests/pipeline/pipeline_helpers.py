@@ -98,6 +98,34 @@ def set_params(project: Path, updates: Mapping[str, Any]) -> None:
     path.write_text(yaml.safe_dump(data, sort_keys=False))
 
 
+def _source_files() -> list[str]:
+    out = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard", "-z"],
+        cwd=REPO, capture_output=True, check=True,
+    ).stdout.decode()
+    return sorted({f for f in out.split("\0") if f})
+
+
+def tiny_clone(root: Path, env: dict[str, str], params: dict | None = None) -> Path:
+    """The repository's git-visible files in ``root/proj`` as a git repo with a local remote
+    (``root/dvc-store``), params.yaml shrunk to the tiny geometry (plus ``params``)."""
+    proj = root / "proj"
+    for rel in _source_files():
+        src = REPO / rel
+        if not src.is_file():
+            continue  # deleted in the working tree
+        dst = proj / rel
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src, dst)
+    set_params(proj, {**TINY_PARAMS, **(params or {})})
+    git(proj, env, "init", "-q")
+    store = root / "dvc-store"
+    store.mkdir()
+    dvc(proj, env, "remote", "add", "-d", "-f", "local", str(store))
+    commit_all(proj, env, "tiny project")
+    return proj
+
+
 def load_json(path: Path) -> Any:
     """Parse a JSON file."""
     return json.loads(path.read_text())

@@ -26,8 +26,7 @@ from rightsize.probes.models import EchoAttnProbe
 from rightsize.probes.reference import reference_forward
 from rightsize.probes.train import fit_echo
 
-from .conftest import small_train_config
-from .test_probes_reference import DE, DG, _inputs, _model
+from .probe_fixtures import DE, DG, model_inputs, random_model, small_train_config
 
 TORCH_NAMES = {"query_weight": "query.weight", "query_bias": "query.bias", "null": "null",
                "head_weight": "head.weight", "head_bias": "head.bias"}
@@ -53,8 +52,8 @@ def _split(x: tuple[torch.Tensor, ...]) -> SplitData:
 @pytest.mark.parametrize("rank", [0, 8])
 @pytest.mark.parametrize("clips", [1, 5])
 def test_predictions_equal_the_torch_probe(rank, clips):
-    model = _model(lambda r: EchoAttnProbe(DE, DG, pca_rank=r), rank).eval()
-    x = _inputs(clips, 21)
+    model = random_model(lambda r: EchoAttnProbe(DE, DG, pca_rank=r), rank).eval()
+    x = model_inputs(clips, 21)
     with torch.no_grad():
         want = model(*x).numpy()
     got = _numpy_twin(model).predict_z(_split(x))
@@ -65,8 +64,8 @@ def test_predictions_equal_the_torch_probe(rank, clips):
 @pytest.mark.parametrize("rank", [0, 8])
 @pytest.mark.parametrize("clips", [1, 5])
 def test_loss_and_gradients_equal_autograd_of_the_textbook_forward(rank, clips):
-    model = _model(lambda r: EchoAttnProbe(DE, DG, pca_rank=r), rank)
-    x = _inputs(clips, 42)
+    model = random_model(lambda r: EchoAttnProbe(DE, DG, pca_rank=r), rank)
+    x = model_inputs(clips, 42)
     y = torch.linspace(-2, 2, 42, dtype=torch.float64)
     loss = torch.nn.functional.mse_loss(reference_forward(model, *x), y)
     ref = dict(zip([n for n, _ in model.named_parameters()],

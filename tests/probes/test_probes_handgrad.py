@@ -12,18 +12,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from rightsize.probes.fused import CrossAttnFusedProbe
 from rightsize.probes.fused_step import manual_step_applies
-from rightsize.probes.models import ConcatMLPProbe
 from rightsize.probes.reference import reference_forward
 
-from .test_probes_reference import DE, DG, _inputs, _model
-
-MAKERS = {
-    "concat": lambda r: ConcatMLPProbe(DE, DG, hidden=16, dropout=0.3, pca_rank=r),
-    "fused": lambda r: CrossAttnFusedProbe(DE, DG, fusion_dim=16, heads=4, hidden=16,
-                                           dropout=0.3, pca_rank=r),
-}
+from .probe_fixtures import DROPOUT_MAKERS as MAKERS
+from .probe_fixtures import model_inputs, random_model
 
 
 def _reference_grads(model, x, y, seed):
@@ -37,9 +30,9 @@ def _reference_grads(model, x, y, seed):
 @pytest.mark.parametrize("clips", [1, 5])
 @pytest.mark.parametrize("train", [True, False])
 def test_loss_backward_equals_autograd_of_the_textbook_forward(name, rank, rows, clips, train):
-    model = _model(MAKERS[name], rank)
+    model = random_model(MAKERS[name], rank)
     model.train(train)
-    x = _inputs(clips, rows)
+    x = model_inputs(clips, rows)
     y = torch.linspace(-2, 2, rows, dtype=torch.float64)
     enc = model.encode(*x)
     ref_loss, ref_grads = _reference_grads(model, x, y, seed=3)
@@ -53,15 +46,15 @@ def test_loss_backward_equals_autograd_of_the_textbook_forward(name, rank, rows,
 
 
 def test_the_fused_hand_written_step_is_the_one_tested():
-    model = _model(MAKERS["fused"], 8)
+    model = random_model(MAKERS["fused"], 8)
     assert manual_step_applies(model, 42) and manual_step_applies(model, 84)
     assert not manual_step_applies(model, 7)                   # falls back to autograd
-    assert not manual_step_applies(_model(MAKERS["fused"], 0), 84)
+    assert not manual_step_applies(random_model(MAKERS["fused"], 0), 84)
 
 
 def test_hand_written_dropout_is_live_in_train_mode():
-    model = _model(MAKERS["fused"], 8)
-    x, y = _inputs(5, 42), torch.zeros(42, dtype=torch.float64)
+    model = random_model(MAKERS["fused"], 8)
+    x, y = model_inputs(5, 42), torch.zeros(42, dtype=torch.float64)
     enc = model.encode(*x)
     losses = []
     for seed in (1, 2):
@@ -74,8 +67,8 @@ def test_hand_written_dropout_is_live_in_train_mode():
 
 @pytest.mark.parametrize("name", sorted(MAKERS))
 def test_a_step_after_the_gradients_were_dropped_fills_fresh_ones(name):
-    model = _model(MAKERS[name], 8)
-    x, y = _inputs(5, 42), torch.linspace(-1, 1, 42, dtype=torch.float64)
+    model = random_model(MAKERS[name], 8)
+    x, y = model_inputs(5, 42), torch.linspace(-1, 1, 42, dtype=torch.float64)
     enc = model.encode(*x)
     torch.manual_seed(0)
     model.loss_backward(enc, y)

@@ -10,48 +10,10 @@ import pytest
 import torch
 
 from rightsize.probes.adamw import FusedAdamW
-from rightsize.probes.fused import CrossAttnFusedProbe, mix_two_keys, project
-from rightsize.probes.models import ConcatMLPProbe, EchoAttnProbe
+from rightsize.probes.fused import mix_two_keys, project
 from rightsize.probes.reference import ReferenceModel, reference_forward, reference_fuse
 
-DE, DG = 40, 30
-
-
-def _inputs(clips, rows=7, seed=0):
-    """``rows`` rows (a multiple of 7): no clips, some clips, all clips; ECG absent in some."""
-    g = torch.Generator().manual_seed(seed)
-    n = torch.tensor([0, 1, 2, 3, 5, 4, 5]).clamp(max=clips).repeat(rows // 7)
-    mask = torch.arange(clips)[None, :] < n[:, None]
-    echo = torch.randn(rows, clips, DE, generator=g, dtype=torch.float64)
-    ecg = torch.randn(rows, DG, generator=g, dtype=torch.float64)
-    has_ecg = torch.tensor([True, True, False, True, True, False, True]).repeat(rows // 7)
-    return echo, mask, ecg, has_ecg
-
-
-def _model(make, rank, seed=0):
-    torch.manual_seed(seed)
-    model = make(rank).double()
-    for norm in (model.norm_echo, getattr(model, "norm_ecg", None)):
-        if norm is None:
-            continue
-        norm.mean.normal_()
-        norm.inv_sd.uniform_(0.5, 2.0)
-        if norm.rank:
-            q, _ = torch.linalg.qr(torch.randn(norm.mean.shape[0], norm.rank,
-                                               dtype=torch.float64))
-            norm.basis.copy_(q)
-    with torch.no_grad():                      # move off the zero/symmetric initial values
-        for p in model.parameters():
-            p.add_(0.3 * torch.randn_like(p))
-    return model
-
-
-MAKERS = {
-    "echo": lambda r: EchoAttnProbe(DE, DG, pca_rank=r),
-    "concat": lambda r: ConcatMLPProbe(DE, DG, hidden=16, dropout=0.0, pca_rank=r),
-    "fused": lambda r: CrossAttnFusedProbe(DE, DG, fusion_dim=16, heads=4, hidden=16,
-                                           dropout=0.0, pca_rank=r),
-}
+from .probe_fixtures import MAKERS, model_inputs, random_model
 
 
 # 7 rows keep the fused probe's clip attention on full-width tokens, 42 rows (rank 8) put it
@@ -60,8 +22,8 @@ MAKERS = {
 @pytest.mark.parametrize("rank, rows", [(0, 7), (8, 7), (8, 42)])
 @pytest.mark.parametrize("clips", [1, 5])
 def test_fast_forward_equals_textbook_forward_and_gradients(name, rank, rows, clips):
-    model = _model(MAKERS[name], rank)
-    x = _inputs(clips, rows)
+    model = random_model(MAKERS[name], rank)
+    x = model_inputs(clips, rows)
     weights = torch.arange(rows, dtype=torch.float64)    # a loss that weighs rows differently
     fast = model(*x)
     ref = reference_forward(model, *x)
@@ -76,8 +38,8 @@ def test_fast_forward_equals_textbook_forward_and_gradients(name, rank, rows, cl
 @pytest.mark.parametrize("clips", [1, 5])
 @pytest.mark.parametrize("rows", [7, 42])
 def test_fused_attention_weights_equal_multi_head_attention(clips, rows):
-    model = _model(MAKERS["fused"], 8)
-    x = _inputs(clips, rows)
+    model = random_model(MAKERS["fused"], 8)
+    x = model_inputs(clips, rows)
     _, w_e, w_g = model.fuse(*x, need_weights=True)
     _, r_e, r_g = reference_fuse(model, *x)
     torch.testing.assert_close(w_e, r_e, rtol=1e-10, atol=1e-12)
@@ -85,8 +47,8 @@ def test_fused_attention_weights_equal_multi_head_attention(clips, rows):
 
 
 def test_encoded_batches_equal_raw_batches():
-    model = _model(MAKERS["concat"], 8)
-    x = _inputs(5)
+    model = random_model(MAKERS["concat"], 8)
+    x = model_inputs(5)
     enc = model.encode(*x)
     assert enc["echo"].shape == (7, 1, 8)                  # clips pooled before batching
     rows = torch.tensor([6, 2, 3])
@@ -121,10 +83,10 @@ def test_mix_two_keys_is_the_projected_convex_mix(clips):
 
 
 def test_reference_model_trains_the_same_parameters():
-    model = _model(MAKERS["fused"], 8)
+    model = random_model(MAKERS["fused"], 8)
     wrapped = ReferenceModel(model)
     assert list(wrapped.parameters()) == list(model.parameters())
-    torch.testing.assert_close(wrapped(*_inputs(3)), model(*_inputs(3)))
+    torch.testing.assert_close(wrapped(*model_inputs(3)), model(*model_inputs(3)))
 
 
 def test_fused_adamw_matches_torch_adamw_bit_for_bit():
@@ -135,7 +97,7 @@ def test_fused_adamw_matches_torch_adamw_bit_for_bit():
     unused = torch.nn.Parameter(torch.ones(3))            # no gradient: skipped by both
     opt_ours = FusedAdamW([*ours.parameters(), unused], lr=3e-3, weight_decay=0.1)
     opt_theirs = torch.optim.AdamW(theirs.parameters(), lr=3e-3, weight_decay=0.1, fused=True)
-    x = [t.float() if t.is_floating_point() else t for t in _inputs(4)]
+    x = [t.float() if t.is_floating_point() else t for t in model_inputs(4)]
     for _ in range(5):
         for model, opt in ((ours, opt_ours), (theirs, opt_theirs)):
             opt.zero_grad()

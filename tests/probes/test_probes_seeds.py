@@ -18,8 +18,7 @@ from rightsize.probes.predict import encode_split
 from rightsize.probes.replica_forward import FORWARD, join_params, split_params
 from rightsize.probes.seeds import seed_list, spread, train_seeds
 
-from .conftest import small_manifest, small_train_config
-from .test_probes_cli import EVALUATE, TRAIN
+from .probe_fixtures import EVALUATE, TRAIN, small_manifest, small_train_config
 
 
 @pytest.fixture(scope="module")

@@ -19,14 +19,14 @@ from rightsize.probes.adamw import FusedAdamW
 from rightsize.probes.fused import CrossAttnFusedProbe
 from rightsize.probes.fused_step import HANDED_OVER, manual_step_applies
 
-from .test_probes_handgrad import MAKERS
-from .test_probes_reference import _inputs, _model
+from .probe_fixtures import DROPOUT_MAKERS as MAKERS
+from .probe_fixtures import model_inputs, random_model
 
 
 @pytest.mark.parametrize("clips", [1, 5])
 def test_each_gradient_is_handed_over_once_and_its_parameter_is_not_read_after(clips):
-    model = _model(MAKERS["fused"], 8)
-    x, y = _inputs(clips, 42), torch.linspace(-2, 2, 42, dtype=torch.float64)
+    model = random_model(MAKERS["fused"], 8)
+    x, y = model_inputs(clips, 42), torch.linspace(-2, 2, 42, dtype=torch.float64)
     enc = model.encode(*x)
     assert manual_step_applies(model, 42)
     torch.manual_seed(5)
@@ -60,8 +60,8 @@ def test_each_gradient_is_handed_over_once_and_its_parameter_is_not_read_after(c
 
 
 def test_below_the_hand_written_step_nothing_is_handed_over():
-    model = _model(MAKERS["fused"], 8)
-    x, y = _inputs(5, 7), torch.zeros(7, dtype=torch.float64)
+    model = random_model(MAKERS["fused"], 8)
+    x, y = model_inputs(5, 7), torch.zeros(7, dtype=torch.float64)
     assert not manual_step_applies(model, 7)                   # autograd fallback
 
     def refuse(param, grad):

@@ -14,7 +14,7 @@ from rightsize.probes.data import split_data
 from rightsize.probes.evaluate import mean_predictor_mae
 from rightsize.probes.train import train_probe
 
-from .conftest import make_cohort, small_train_config
+from .probe_fixtures import make_cohort, small_train_config
 
 PROBES = ("ecg", "echo", "concat", "fused")
 

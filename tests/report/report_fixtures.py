@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parents[2]
 T0 = 1_714_550_400.0          # 2024-05-01 08:00 UTC
 HOUR = 3600.0
 HARDWARE = {"cpu": "Intel(R) Xeon(R) CPU @ 2.20GHz", "cores": 2, "threads": 1,
-            "torch": "2.13.0+cpu", "sklearn": "1.5.2", "device": "cpu"}
+            "torch": "2.13.0+cpu", "device": "cpu"}
 # probe -> (train s, eval s, peak RSS MB, epochs)
 PROBES = {"ecg": (2.5, 0.7, 410.0, 1), "echo": (18.0, 3.5, 505.0, 30),
           "concat": (26.0, 4.1, 530.0, 40), "fused": (49.9, 5.5, 612.0, 50)}

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from rightsize.errors import ParamsError
-from rightsize.sizing.units import DTYPE_BYTES, format_bytes, parse_size
+from rightsize.reporting.fmt import DASH, nbytes
+from rightsize.sizing.units import DTYPE_BYTES, parse_size
 
 
 @pytest.mark.parametrize(("text", "expected"), [
@@ -23,11 +24,11 @@ def test_parse_size_rejects(text: str) -> None:
         parse_size(text, "disk")
 
 
-def test_format_bytes() -> None:
-    assert format_bytes(3_072_000_000_000) == "3.07 TB"
-    assert format_bytes(512) == "512 B"
-    assert format_bytes(6_144_000_000) == "6.14 GB"
-    assert format_bytes(None) == "-"
+def test_bytes_render_with_the_one_formatter() -> None:
+    assert nbytes(3_072_000_000_000) == "3.07 TB"
+    assert nbytes(512) == "512 B"
+    assert nbytes(6_144_000_000) == "6.14 GB"
+    assert nbytes(None) == DASH
 
 
 def test_dtype_widths() -> None:

@@ -93,3 +93,24 @@ def test_zero_byte_file_is_a_header_only_launch(tmp_path):
     info = table.files[0]
     assert (info.size, info.records, info.events, info.first_wall_time) == (0, 0, 0, None)
     assert info.header_only and table.problems == ()
+
+
+def test_dot_files_are_not_event_files_for_the_readers_nor_rescue(tmp_path, ev):
+    # One rule (runs.is_event_file): a dot-file naming tfevents is a temporary copy
+    # (rsync's .name.XXXXXX, an atomic write's .name.*.tmp), never a launch. Rescue lists
+    # what it copies with the same walk (runs.list_tree).
+    from rightsize.telemetry.rescue import rescue
+    from rightsize.telemetry.runs import list_tree
+
+    src = tmp_path / "src"
+    touch(src / "events.out.tfevents.1.h.1.0", ev)
+    touch(src / ".events.out.tfevents.1.h.1.0.Xa9Qz", ev)
+    touch(src / "sub" / ".events.out.tfevents.2.h.1.0.tmp", ev)
+    runs = discover(src)
+    assert list(runs) == ["."] and [f.relpath for f in runs["."]] == [
+        "events.out.tfevents.1.h.1.0"]
+    assert list_tree(src, links="report").files == ("events.out.tfevents.1.h.1.0",)
+    rescue(src, tmp_path / "dest")
+    copied = sorted(p.name for p in (tmp_path / "dest").rglob("*") if p.is_file())
+    assert copied == ["SHA256SUMS", "events.out.tfevents.1.h.1.0"]
+    assert [f.path for f in read_scalars(src).files] == ["events.out.tfevents.1.h.1.0"]

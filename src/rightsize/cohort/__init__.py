@@ -7,8 +7,7 @@ Public API (imported lazily, so ``import rightsize.cohort`` stays cheap):
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from rightsize import lazy_exports
 
 _EXPORTS = {
     "CohortArrays": "rightsize.cohort.arrays",
@@ -19,9 +18,4 @@ _EXPORTS = {
 }
 
 __all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, _EXPORTS)

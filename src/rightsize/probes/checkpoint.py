@@ -24,10 +24,10 @@ from typing import Any
 from rightsize.atomic import atomic_path, write_json
 from rightsize.errors import DataError, InputError
 from rightsize.probes.attentive import AttentiveEchoProbe
-from rightsize.probes.config import NUMPY_PROBES
 from rightsize.probes.data import Standardizer
 from rightsize.probes.integrity import check_weights_fit
 from rightsize.probes.linear import LinearEcgProbe
+from rightsize.probes.names import NUMPY_PROBES
 from rightsize.probes.npzfile import WEIGHTS as NPZ_WEIGHTS
 from rightsize.probes.predict import Probe
 

@@ -9,10 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from rightsize.params import require, require_one_of
-
-PROBES = ("ecg", "echo", "concat", "fused")
-NUMPY_PROBES = ("ecg", "echo")       # fitted and run with numpy: no torch in their processes
+from rightsize.params import require
+from rightsize.probes.names import PROBES, check_probe_list
 
 ARCH_KEYS = {
     "echo": ("echo_dim", "ecg_dim", "pca_rank"),
@@ -106,6 +104,7 @@ class TrainConfig:
     """The ``train`` block: shared optimisation settings plus one sub-block per probe."""
 
     probes: tuple[str, ...] = PROBES
+    telemetry_probes: tuple[str, ...] | None = None   # probe_telemetry@<probe>, within probes
     seed: int = 0
     seeds: int = 5          # replicas per probe, seeds seed ... seed + seeds - 1
     threads: int = 1
@@ -121,8 +120,10 @@ class TrainConfig:
 
     def validate(self, key: str) -> None:
         """Check ranges (message names the dotted key)."""
-        for i, name in enumerate(self.probes):
-            require_one_of(name, PROBES, f"{key}.probes[{i}]", "probe")
+        check_probe_list(self.probes, f"{key}.probes", PROBES)
+        if self.telemetry_probes is not None:
+            check_probe_list(self.telemetry_probes, f"{key}.telemetry_probes", self.probes,
+                             within=f"{key}.probes")
         require(self.seeds >= 1, f"{key}.seeds", f"must be an integer >= 1, got {self.seeds}")
         require(self.threads >= 1, f"{key}.threads", f"must be >= 1, got {self.threads}")
         require(self.device in DEVICES, f"{key}.device",
@@ -140,7 +141,7 @@ class TrainConfig:
 
 @dataclass(frozen=True)
 class EvaluateConfig:
-    """The ``evaluate`` block: bootstrap settings for evaluate and missing_modality."""
+    """The ``evaluate`` block: bootstrap settings for evaluate and missing-modality."""
 
     seed: int = 0
     n_bootstrap: int = 2000

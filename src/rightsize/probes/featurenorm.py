@@ -81,6 +81,11 @@ class FeatureNorm(nn.Module):
 
 
 def masked_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Mean of ``x`` (B, c, ...) over the clips where ``mask`` (B, c) is True; 0 with none."""
-    m = mask.to(x.dtype).view(*mask.shape, *([1] * (x.dim() - 2)))
-    return (x * m).sum(dim=1) / m.sum(dim=1).clamp(min=1)
+    """Mean of ``x`` over the clips where ``mask`` is True; 0 with none.
+
+    The clip axis is ``mask``'s last: ``x`` (B, c, ...) with ``mask`` (B, c), or with a
+    leading replica axis ``x`` (K, B, c, ...) with ``mask`` (K, B, c).
+    """
+    clips = mask.dim() - 1
+    m = mask.to(x.dtype).view(*mask.shape, *([1] * (x.dim() - mask.dim())))
+    return (x * m).sum(dim=clips) / m.sum(dim=clips).clamp(min=1)

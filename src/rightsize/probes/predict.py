@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 
 from rightsize.probes.attentive import AttentiveEchoProbe
-from rightsize.probes.config import NUMPY_PROBES
 from rightsize.probes.data import SplitData, Standardizer
 from rightsize.probes.linear import LinearEcgProbe
+from rightsize.probes.names import NUMPY_PROBES
 
 PREDICT_BATCH = 512
 

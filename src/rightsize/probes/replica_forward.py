@@ -22,6 +22,8 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
+from rightsize.probes.featurenorm import masked_mean
+
 F = nn.functional
 Params = dict[str, torch.Tensor]
 Noise = Callable[[tuple[int, ...]], torch.Tensor] | None
@@ -41,12 +43,6 @@ def _linear(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None) -> 
     return y.view(k, *shape, w.shape[1])
 
 
-def _masked_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Mean of x (K, B, c, d) over the clips where mask (K, B, c) holds; 0 with none."""
-    m = mask.to(x.dtype).unsqueeze(-1)
-    return (x * m).sum(2) / m.sum(2).clamp(min=1)
-
-
 def concat_forward(m: nn.Module, P: Params, echo: torch.Tensor, clip_mask: torch.Tensor,
                    ecg: torch.Tensor, has_ecg: torch.Tensor, drop: Noise = None
                    ) -> torch.Tensor:
@@ -56,7 +52,7 @@ def concat_forward(m: nn.Module, P: Params, echo: torch.Tensor, clip_mask: torch
     (``mlp.0.weight:echo``, ``mlp.0.weight:ecg``; see :func:`split_params`), so neither
     block's gradient is formed by slicing the whole weight.
     """
-    x_e = _masked_mean(echo, clip_mask)                                      # (K, B, r)
+    x_e = masked_mean(echo, clip_mask)                                      # (K, B, r)
     x_g = ecg * has_ecg.unsqueeze(-1).to(ecg.dtype)
     h = (_linear(x_e, _lift(m.norm_echo, P["mlp.0.weight:echo"]))
          + _linear(x_g, _lift(m.norm_ecg, P["mlp.0.weight:ecg"]), P["mlp.0.bias"]))

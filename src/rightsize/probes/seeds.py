@@ -25,8 +25,6 @@ from rightsize.cohort.arrays import CohortArrays
 from rightsize.probes.config import TrainConfig
 from rightsize.probes.runlog import RunLog
 
-SPREAD = ("mean", "sd", "min", "max")
-
 
 def seed_list(cfg: TrainConfig) -> list[int]:
     """The replicas' seeds: ``train.seed + k`` for ``k < train.seeds``."""

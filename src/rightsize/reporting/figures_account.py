@@ -11,18 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from rightsize.reporting.account_parts import PARTS
 from rightsize.reporting.doc import Figure
 from rightsize.reporting.figures import _canvas, _png
 from rightsize.reporting.load import num
-
-PARTS = (
-    ("useful_steps", "useful steps", "#2ca02c"),
-    ("redone_steps", "redone after restarts", "#d62728"),
-    ("in_segment_pauses", "pauses in a launch (val, stalls)", "#ff7f0e"),
-    ("startup", "launch start-up", "#9467bd"),
-    ("tail", "after last step", "#8c564b"),
-    ("waiting", "waiting between launches", "#7f7f7f"),
-)
 
 
 def calendar_account(run: str, account: dict[str, Any] | None,

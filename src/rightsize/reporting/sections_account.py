@@ -10,10 +10,10 @@ from datetime import datetime, timezone
 from typing import Any
 
 from rightsize.reporting import fmt
+from rightsize.reporting.account_parts import MEANING, PARTS, checkpoint_notes, checkpoint_rows
 from rightsize.reporting.doc import Block, Bullets, Note, Para, table
-from rightsize.reporting.figures_account import PARTS, calendar_account
+from rightsize.reporting.figures_account import calendar_account
 from rightsize.reporting.load import get, num
-from rightsize.telemetry.account import MEANING
 
 
 def _utc(t: float | None) -> str:
@@ -61,30 +61,9 @@ def checkpoint_blocks(c: Any) -> list[Block]:
     """Preemptions, checkpoint interval and write cost, Young/Daly advice."""
     if not isinstance(c, dict):
         return []
-    rows = [
-        ["restarts", fmt.integer(num(c, "restarts"))],
-        ["mean active hours between interruptions",
-         fmt.hours(num(c, "mean_hours_between_interruptions"))],
-        ["steps lost per restart (mean)", fmt.number(num(c, "lost_steps_per_restart"))],
-        ["checkpoint interval used (from resumes / from slow steps)",
-         f"{fmt.integer(num(c, 'checkpoint_interval_steps'))} steps "
-         f"({fmt.integer(num(c, 'checkpoint_interval_from_resumes'))} / "
-         f"{fmt.integer(num(c, 'checkpoint_interval_from_step_times'))})"],
-        ["checkpoint write cost (median extra time of the step after one)",
-         f"{fmt.seconds(num(c, 'checkpoint_write_s'))} "
-         f"({fmt.integer(num(c, 'checkpoint_writes_seen'))} writes seen)"],
-        ["Young/Daly interval", f"{fmt.number(num(c, 'young_daly_steps'))} steps "
-         f"({fmt.hours(num(c, 'young_daly_hours'))})"],
-        ["redone steps + writes at the interval used / at Young/Daly",
-         f"{fmt.hours(num(c, 'overhead_hours_at_interval'))} / "
-         f"{fmt.hours(num(c, 'overhead_hours_at_young_daly'))}"],
-    ]
-    out: list[Block] = [table(["preemptions and checkpoints", "value"], rows,
+    out: list[Block] = [table(["preemptions and checkpoints", "value"], checkpoint_rows(c),
                               f"Advice: {c.get('advice', fmt.DASH)}.")]
-    items = [str(n) for n in c.get("notes") or []]
-    if num(c, "young_daly_steps") is not None:
-        items.append(f"Assumptions: {c.get('assumptions', fmt.DASH)}; "
-                     "tau = sqrt(2 x write cost x mean time between interruptions).")
+    items = checkpoint_notes(c)
     if items:
         out.append(Bullets(tuple(items)))
     return out

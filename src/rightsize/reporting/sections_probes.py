@@ -16,7 +16,7 @@ from rightsize.reporting.verdicts import probe_total_seconds
 
 MODALITY_ROWS = (("both_present", "both modalities"), ("echo_absent", "echo absent"),
                  ("ecg_absent", "ECG absent"))
-HARDWARE_KEYS = ("cpu", "cores", "threads", "torch", "sklearn", "device")
+HARDWARE_KEYS = ("cpu", "cores", "threads", "torch", "device")
 
 
 def probe_sections(inputs: ReportInputs) -> list[Block]:

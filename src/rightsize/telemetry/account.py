@@ -35,15 +35,8 @@ from rightsize.telemetry.table import FileInfo
 
 log = logging.getLogger(__name__)
 
+# the parts of the calendar; what each means, in words: rightsize.reporting.account_parts
 PARTS = ("useful_steps", "redone_steps", "in_segment_pauses", "startup", "tail", "waiting")
-MEANING = {                  # what each part is, in words (text output and report)
-    "useful_steps": "steps that advanced training for the first time",
-    "redone_steps": "steps run again after a restart (work since the last checkpoint lost)",
-    "in_segment_pauses": "step gaps >= gap_s inside a launch: validation passes and stalls",
-    "startup": "per launch, first event (file header) to first training step",
-    "tail": "per launch, last training step to last event",
-    "waiting": "end of one launch to start of the next, dead launches included",
-}
 
 
 @dataclass(frozen=True)
@@ -59,6 +52,7 @@ class Segment:
     last_step: int
     max_step: int
     prior_max: int | None    # highest step run by segments that started earlier
+    points: int = 0          # logged step-tag points of the launch
 
     @property
     def active(self) -> float:
@@ -104,7 +98,11 @@ class Account:
 
 def _segments(launches: list[tuple[int, FileInfo]], s: Series
               ) -> tuple[list[Segment], np.ndarray, np.ndarray, np.ndarray]:
-    """Segments ordered by their first step's wall time, and the points in file order."""
+    """Segments ordered by their first step's wall time, and the points in file order.
+
+    The one per-launch segmentation: the cost report's ``segment_table`` is built from
+    these segments (``cost_report._launch_rows``), not recomputed.
+    """
     order = np.argsort(s.file, kind="stable")
     step, wall, file = s.step[order], s.wall[order], s.file[order]
     if step.size == 0:
@@ -123,12 +121,12 @@ def _segments(launches: list[tuple[int, FileInfo]], s: Series
         start = lo if fi is None or fi.first_wall_time is None else min(fi.first_wall_time, lo)
         end = hi if fi is None or fi.last_wall_time is None else max(fi.last_wall_time, hi)
         rows.append((float(wall[a]), f, start, end, float(wall[b]), int(step[a]),
-                     int(step[b]), int(mx)))
+                     int(step[b]), int(mx), b - a + 1))
     rows.sort()
     segs: list[Segment] = []
     running: int | None = None
-    for first_wall, f, start, end, last_wall, s0, s1, mx in rows:
-        segs.append(Segment(f, start, end, first_wall, last_wall, s0, s1, mx, running))
+    for first_wall, f, start, end, last_wall, s0, s1, mx, n in rows:
+        segs.append(Segment(f, start, end, first_wall, last_wall, s0, s1, mx, running, n))
         running = mx if running is None else max(running, mx)
     return segs, step, wall, file
 

@@ -34,7 +34,7 @@ import numpy as np
 
 from rightsize.errors import DataError, InputError
 from rightsize.telemetry import cost
-from rightsize.telemetry.account import account
+from rightsize.telemetry.account import Account, account
 from rightsize.telemetry.checkpoints import checkpoints
 from rightsize.telemetry.eta import eta
 from rightsize.telemetry.projection import mfu, projection
@@ -104,8 +104,8 @@ def cost_report(table: ScalarTable, cfg: ReportConfig, run: str | None = None) -
 
     max_step = int(s.step.max())
     epoch_hours = None if median is None else spe * median / 3600.0
-    seg_rows = _segments(launches, s, times)
     acc = account(launches, s, cfg.gap_s)
+    seg_rows = _launch_rows(launches, acc, times)
     active_s = acc.active
     firsts = [f.first_wall_time for _, f in launches if f.first_wall_time is not None]
     lasts = [f.last_wall_time for _, f in launches if f.last_wall_time is not None]
@@ -185,30 +185,24 @@ def cost_report(table: ScalarTable, cfg: ReportConfig, run: str | None = None) -
     return report
 
 
-def _segments(launches: list[tuple[int, FileInfo]], s: cost.Series,
-              times: cost.StepTimes) -> list[dict[str, Any]]:
-    """One row per launch."""
+def _launch_rows(launches: list[tuple[int, FileInfo]], acc: Account,
+                 times: cost.StepTimes) -> list[dict[str, Any]]:
+    """One row per launch, in file order: its segment of the account, if it logged steps."""
+    by_file = {sg.file: sg for sg in acc.segments}
     rows = []
     for i, f in launches:
-        m = s.file == i
-        steps = s.step[m]
-        n = int(steps.size)
-        start, end = f.first_wall_time, f.last_wall_time
-        if n:
-            walls = s.wall[m]
-            start = float(walls.min()) if start is None else min(start, float(walls.min()))
-            end = float(walls.max()) if end is None else max(end, float(walls.max()))
+        sg = by_file.get(i)
         rows.append({
             "file": f.path,
             "host": f.host,
             "pid": f.pid,
-            "first_step": int(steps[0]) if n else None,
-            "last_step": int(steps[-1]) if n else None,
-            "start_time": start,
-            "end_time": end,
-            "first_step_time": float(s.wall[m][0]) if n else None,
-            "last_step_time": float(s.wall[m][-1]) if n else None,
-            "steps": n,
+            "first_step": None if sg is None else sg.first_step,
+            "last_step": None if sg is None else sg.last_step,
+            "start_time": f.first_wall_time if sg is None else sg.start,
+            "end_time": f.last_wall_time if sg is None else sg.end,
+            "first_step_time": None if sg is None else sg.first_wall,
+            "last_step_time": None if sg is None else sg.last_wall,
+            "steps": 0 if sg is None else sg.points,
             "deltas_kept": int((times.kept & (times.file == i)).sum()),
             "median_step_s": times.quantiles(i)["median"],
             "header_only": f.header_only,

@@ -27,6 +27,7 @@ import numpy as np
 
 from rightsize import atomic
 from rightsize.errors import InputError
+from rightsize.params import require
 from rightsize.telemetry.manifest import manifest_for
 from rightsize.telemetry.writer import EventWriter
 
@@ -35,6 +36,17 @@ log = logging.getLogger(__name__)
 STEP_TAG = "Loss/train_step"
 VAL_TAG = "Loss/val_epoch"
 HOSTS = ("g3050", "gpu-a07.cluster.example.org", "node12.hpc.local", "g3082", "dgx-3.internal")
+
+
+@dataclass(frozen=True)
+class DemoParams:
+    """The ``demo`` params block."""
+
+    seed: int = 0
+
+    def validate(self, key: str) -> None:
+        """Raise ``ParamsError`` naming ``<key>.seed`` unless it is >= 0."""
+        require(self.seed >= 0, f"{key}.seed", f"must be an integer >= 0, got {self.seed}")
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Discover runs (directories holding event files) and parse event-file names.
 
-A *run* is a directory with at least one file whose name contains ``tfevents``; its name is
+A *run* is a directory with at least one event file (:func:`is_event_file`); its name is
 the directory's path relative to the root given (``"."`` for the root itself, ``/`` as
 separator). Runs are listed in name order; files in a run by the timestamp in their name,
 then by name with embedded numbers compared as numbers (``...g3050.2751.0`` before
@@ -89,8 +89,13 @@ def _file_key(f: EventFile) -> tuple:
 
 
 def is_event_file(name: str) -> bool:
-    """True for a file name TensorBoard would read as an event file."""
-    return MARKER in name
+    """The one event-file rule: the name contains ``tfevents`` and does not start with a dot.
+
+    TensorBoard reads any name containing ``tfevents``; a dot-file is a temporary copy
+    (rsync's ``.name.XXXXXX``, our own atomic writes' ``.name.*.tmp``), never a launch.
+    Every reader and ``rescue`` use this rule.
+    """
+    return MARKER in name and not name.startswith(".")
 
 
 def escaped(name: str) -> str:

@@ -14,15 +14,20 @@ file          int32       index into :attr:`ScalarTable.files`
 ============  ==========  =================================================
 
 Rows are in file order (files ordered as in :mod:`rightsize.telemetry.runs`), then record
-order; re-logged steps are kept as separate rows.
+order; re-logged steps are kept as separate rows. :meth:`ScalarTable.to_arrow` and
+:meth:`ScalarTable.to_pandas` give the same rows with ``file`` as the event file's path
+(relative to the root read), the tidy long table tbparse's readers get.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 SCHEMA = pa.schema([
     ("run", pa.dictionary(pa.int32(), pa.string())),
@@ -113,3 +118,18 @@ class ScalarTable:
                 values = chunk.dictionary.to_pylist()
                 names.update(values[i] for i in used.tolist())
         return sorted(names)
+
+    def to_arrow(self) -> pa.Table:
+        """The tidy table: run, tag, step, wall_time, value, and ``file`` as the event file's
+        path relative to the root read (run, tag and file dictionary-encoded)."""
+        paths = pa.array([f.path for f in self.files], pa.string())
+        file_type = pa.dictionary(pa.int32(), pa.string())
+        files = pa.chunked_array(
+            [pa.DictionaryArray.from_arrays(chunk, paths)
+             for chunk in self.columns.column("file").chunks], file_type)
+        index = self.columns.schema.get_field_index("file")
+        return self.columns.set_column(index, pa.field("file", file_type), files)
+
+    def to_pandas(self) -> pd.DataFrame:
+        """:meth:`to_arrow` as a pandas DataFrame (run, tag and file as categoricals)."""
+        return self.to_arrow().to_pandas()

@@ -76,10 +76,6 @@ class EventWriter:
         """Write one scalar point."""
         self._fh.write(frame(encode_event(wall_time, step, scalars={tag: value})))
 
-    def add_scalars(self, values: dict[str, float], step: int, wall_time: float) -> None:
-        """Write several tags at one step as one event."""
-        self._fh.write(frame(encode_event(wall_time, step, scalars=values)))
-
     def add_event(self, wall_time: float, step: int = 0) -> None:
         """Write a bare event (wall time and step, no summary), as a writer's close flush does."""
         self._fh.write(frame(encode_event(wall_time, step)))

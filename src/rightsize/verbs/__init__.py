@@ -1,1 +1,2 @@
-"""Thin CLI verbs over the rightsize libraries (stdlib-only imports at module level)."""
+"""Thin CLI verbs over the rightsize libraries (light imports at module level: no numpy, torch
+or pandas; the engines load inside the verb functions)."""

@@ -52,17 +52,11 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.set_defaults(func=run_bench_encoder)
 
 
-def _ints(text: str, name: str) -> tuple[int, ...]:
-    try:
-        return tuple(int(t) for t in text.split(",") if t.strip())
-    except ValueError:
-        raise ParamsError(f"{name}: expected comma-separated integers, got {text!r}") from None
-
-
 def bench_config_from(args: argparse.Namespace) -> tuple[Any, Any]:
     """The ``encoder_bench`` block with flag overrides, and the chosen model's entry."""
     from rightsize.params import load_params, parse, require_one_of
     from rightsize.sizing.config import EncoderBenchConfig
+    from rightsize.verbs.arglists import int_list
 
     raw = load_params(args.params)
     if "encoder_bench" not in raw:
@@ -74,7 +68,8 @@ def bench_config_from(args: argparse.Namespace) -> tuple[Any, Any]:
     if args.size is not None:
         over["size"] = args.size
     if args.batch_sizes is not None:
-        over["batch_sizes"] = _ints(args.batch_sizes, "encoder_bench.batch_sizes (--batch-sizes)")
+        over["batch_sizes"] = int_list(args.batch_sizes,
+                                       "encoder_bench.batch_sizes (--batch-sizes)")
     if args.full_depth:
         over["cpu_timing_layers"] = None
     model = dataclasses.replace(model, **over)
@@ -85,7 +80,7 @@ def bench_config_from(args: argparse.Namespace) -> tuple[Any, Any]:
     if args.compute_dtype is not None:
         top["compute_dtype"] = args.compute_dtype
     if args.repeats is not None:
-        repeats = _ints(args.repeats, "encoder_bench.repeats (--repeats)")
+        repeats = int_list(args.repeats, "encoder_bench.repeats (--repeats)")
         if len(repeats) != 1:
             raise ParamsError(f"encoder_bench.repeats (--repeats): expected one integer, "
                               f"got {args.repeats!r}")
@@ -150,7 +145,7 @@ def run_bench_encoder(args: argparse.Namespace) -> int:
 
 def summary_lines(r: dict[str, Any]) -> list[str]:
     """What was measured, in a few lines (stderr)."""
-    from rightsize.sizing.units import format_bytes
+    from rightsize.reporting.fmt import nbytes
 
     hw = r["hardware"]
     where = hw.get("gpu") or f"{hw['cpu']} ({hw['threads']} threads)"
@@ -161,7 +156,7 @@ def summary_lines(r: dict[str, Any]) -> list[str]:
         f"{r['tokens_per_input_arithmetic']}), {r['hidden_states']} hidden states of "
         f"{r['hidden_size']}",
         f"  bytes per record, one layer float16: "
-        f"{format_bytes(r['bytes_per_record']['float16']['one_layer'])}",
+        f"{nbytes(r['bytes_per_record']['float16']['one_layer'])}",
         f"  FLOPs per record: {r['flops_per_record'] / 1e9:,.1f} GFLOP (analytic per input "
         f"{r['flops_per_input_analytic'] / 1e9:,.1f}, measured {r['flops_per_input'] / 1e9:,.1f})",
     ]

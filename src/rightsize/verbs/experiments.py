@@ -72,18 +72,6 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     q.set_defaults(func=run_sweep)
 
 
-def parse_seeds(text: str) -> list[int]:
-    """``"1,2,3"`` -> ``[1, 2, 3]``; errors name ``--seeds``."""
-    parts = [p.strip() for p in text.split(",")]
-    try:
-        seeds = [int(p) for p in parts]
-    except ValueError:
-        raise InputError(f"--seeds: expected comma-separated integers, got {text!r}") from None
-    if len(set(seeds)) != len(seeds):
-        raise InputError(f"--seeds: duplicate values in {text!r}")
-    return seeds
-
-
 def _summary_payload(rows, summary) -> dict:
     from rightsize.experiments import varying_params
 
@@ -147,8 +135,11 @@ def run_seeds(args: argparse.Namespace) -> int:
 def run_sweep(args: argparse.Namespace) -> int:
     """``rightsize sweep``: queue one experiment per seed, run, wait, surface failures."""
     from rightsize import experiments as ex
+    from rightsize.verbs.arglists import int_list
 
-    seeds = parse_seeds(args.seeds)
+    seeds = list(int_list(args.seeds, "--seeds", unique=True))
+    if not seeds:
+        raise InputError(f"--seeds: expected comma-separated integers, got {args.seeds!r}")
     if args.jobs < 1:
         raise InputError(f"--jobs: must be >= 1, got {args.jobs}")
     if not args.param or "=" in args.param or " " in args.param:

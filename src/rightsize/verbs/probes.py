@@ -9,7 +9,8 @@ from typing import Any
 
 from rightsize import console
 from rightsize.errors import InputError
-from rightsize.probes.config import DEVICES, NUMPY_PROBES
+from rightsize.probes.config import DEVICES
+from rightsize.probes.names import NUMPY_PROBES
 
 _PROBES = "ecg | echo | concat | fused"
 

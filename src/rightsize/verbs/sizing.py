@@ -189,10 +189,9 @@ def run_footprint(args: argparse.Namespace) -> int:
     cohort = _block(raw, "cohort", args.params)
     shape = parse(CohortShape, {k: cohort[k] for k in ("n_subjects", "max_clips", "echo_dim",
                                                        "ecg_dim") if k in cohort}, "cohort")
-    probes = _block(raw, "train", args.params).get("probes")
-    if (not isinstance(probes, list) or not probes
-            or not all(isinstance(p, str) and p for p in probes)):
-        raise ParamsError(f"train.probes: expected a non-empty list of probe names, got {probes!r}")
+    probes = _block(raw, "train", args.params).get("probes")   # checked by rightsize.cli
+    if probes is None:
+        raise ParamsError(f"{args.params}: missing key train.probes")
 
     paths = FootprintPaths(manifest=Path(args.manifest), models=Path(args.models),
                            metrics_dir=Path(args.metrics_dir), reports=Path(args.reports))
@@ -215,20 +214,20 @@ def _block(raw: dict[str, Any], key: str, path: str) -> dict[str, Any]:
 
 
 def _footprint_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
-    from rightsize.sizing.units import format_bytes
+    from rightsize.reporting.fmt import nbytes
 
-    rows = [("manifest", f"{format_bytes(result['manifest_bytes'])} "
+    rows = [("manifest", f"{nbytes(result['manifest_bytes'])} "
                          f"({result['payload_measured_ratio']:.2f}x the float32 payload "
                          f"at max_clips={result['max_clips']})")]
     for probe, c in result["checkpoints"].items():
-        rows.append((f"checkpoint {probe}", f"{format_bytes(c['bytes'])}, {c['params']:,} params"))
+        rows.append((f"checkpoint {probe}", f"{nbytes(c['bytes'])}, {c['params']:,} params"))
     for row in result["payload_table"]:
-        rows.append((f"payload max_clips={row['max_clips']}", format_bytes(row["payload_bytes"])))
+        rows.append((f"payload max_clips={row['max_clips']}", nbytes(row["payload_bytes"])))
     for stage, mb in result["peak_rss_mb"].items():
         rows.append((f"peak RSS {stage}", f"{mb:,.0f} MB"))
     for name, ok in result["writable"].items():
         rows.append((f"writable {name}/", "yes" if ok else "NO"))
-    rows.append(("free disk", format_bytes(result["free_disk_bytes"])))
+    rows.append(("free disk", nbytes(result["free_disk_bytes"])))
     return rows
 
 

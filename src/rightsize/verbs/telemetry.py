@@ -14,6 +14,7 @@ from typing import Any
 
 from rightsize import console
 from rightsize.errors import DataError, InputError, IntegrityError
+from rightsize.verbs.arglists import int_list_type
 
 _RAW = argparse.RawDescriptionHelpFormatter
 
@@ -46,14 +47,6 @@ def _pos_float(text: str) -> float:
     if not v > 0 or not math.isfinite(v):
         raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
     return v
-
-
-def _int_list(text: str) -> tuple[int, ...]:
-    try:
-        return tuple(_pos_int(p) for p in text.split(",") if p.strip())
-    except argparse.ArgumentTypeError:
-        raise argparse.ArgumentTypeError(
-            f"expected comma-separated positive integers, got {text!r}") from None
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -96,7 +89,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     g.add_argument("--base-records", type=_pos_int, metavar="R0", help="records measured")
     g.add_argument("--base-units", type=_pos_int, metavar="U0", help="loader units they became")
     g.add_argument("--records", type=_pos_int, metavar="R", help="target dataset size")
-    g.add_argument("--epochs", type=_int_list, metavar="E,E", help="schedules, e.g. 1,5,12")
+    g.add_argument("--epochs", type=int_list_type(minimum=1), metavar="E,E",
+                   help="schedules, e.g. 1,5,12")
     g.add_argument("--flops-per-unit", type=_pos_float, metavar="F", help="fwd+bwd FLOPs/unit")
     g.add_argument("--peak-tflops", type=_pos_float, metavar="P", help="per-GPU peak TFLOP/s")
     g = p.add_argument_group("output")
@@ -166,11 +160,13 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
         help="write a synthetic preempted run with planted truth",
         description="Write a synthetic multi-launch training run (preemptions, re-logged steps, "
                     "pauses, header-only launches) into DEST with its SHA256SUMS, and the truth "
-                    "a cost report must recover into --truth. Deterministic per --seed.",
-        epilog="example:\n  rightsize demo-run data/telemetry/demo --seed 0 "
+                    "a cost report must recover into --truth. Deterministic per seed.",
+        epilog="example:\n  rightsize demo-run data/telemetry/demo --params params.yaml "
                "--truth data/telemetry/demo.truth.json")
     p.add_argument("dest", metavar="DEST")
-    p.add_argument("--seed", type=_nonneg_int, default=0, help="random seed (default 0)")
+    p.add_argument("--params", metavar="YAML", help="take the seed from demo.seed of this file")
+    p.add_argument("--seed", type=_nonneg_int, default=None,
+                   help="random seed (default: demo.seed of --params, else 0)")
     p.add_argument("--truth", metavar="PATH", help="write the planted truth JSON here")
     p.add_argument("--log-every", type=_pos_int, default=1, metavar="K",
                    help="log the step tag every K steps (default 1)")
@@ -211,8 +207,8 @@ def _config(args: argparse.Namespace) -> Any:
 def run_telemetry(args: argparse.Namespace) -> int:
     """The ``telemetry`` verb."""
     from rightsize import atomic
+    from rightsize.reporting.cost_text import render_report, render_runs
     from rightsize.telemetry.cost_report import cost_reports, live_tails
-    from rightsize.telemetry.render import render_report, render_runs
     from rightsize.telemetry.scalars import read_scalars, unreadable_error
     from rightsize.verbs.scalars import files_progress
 
@@ -362,9 +358,15 @@ def run_verify(args: argparse.Namespace) -> int:
 
 def run_demo(args: argparse.Namespace) -> int:
     """The ``demo-run`` verb."""
-    from rightsize.telemetry.demo import DemoConfig, demo_run
+    from rightsize.telemetry.demo import DemoConfig, DemoParams, demo_run
 
-    facts = demo_run(args.dest, args.truth, DemoConfig(seed=args.seed, log_every=args.log_every))
+    seed = args.seed
+    if seed is None and args.params:
+        from rightsize.params import load_block
+
+        seed = load_block(args.params, "demo", DemoParams).seed
+    facts = demo_run(args.dest, args.truth,
+                     DemoConfig(seed=seed or 0, log_every=args.log_every))
     console.info(f"{args.dest}: {facts['launches']} launches, {facts['max_step']:,} steps, "
                  f"{facts['relogged_steps']:,} re-logged")
     return 0

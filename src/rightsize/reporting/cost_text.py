@@ -1,4 +1,7 @@
-"""Render cost reports for people: aligned tables (``rich`` when installed, else plain text)."""
+"""``rightsize telemetry``'s text: a cost report as aligned tables (``rich``, else plain text).
+
+Reads the report dict that ``metrics/telemetry/<run>.json`` holds; computes nothing new.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +10,7 @@ import io
 from collections.abc import Sequence
 from typing import Any
 
-from rightsize.telemetry.account import MEANING
+from rightsize.reporting.account_parts import MEANING, checkpoint_notes, checkpoint_rows
 
 
 def _fmt(v: Any, digits: int = 4) -> str:
@@ -115,25 +118,9 @@ def _account_tables(r: dict[str, Any]) -> list[str]:
                           ("part", "hours", "share", "what"), rows))
     c = r.get("checkpoints") or {}
     if c:
-        rows = [("restarts", _fmt(c["restarts"])),
-                ("mean hours between interruptions", _fmt(c["mean_hours_between_interruptions"])),
-                ("lost steps per restart", _fmt(c["lost_steps_per_restart"])),
-                ("checkpoint interval, steps (resumes / step times)",
-                 f"{_fmt(c['checkpoint_interval_steps'])} "
-                 f"({_fmt(c['checkpoint_interval_from_resumes'])} / "
-                 f"{_fmt(c['checkpoint_interval_from_step_times'])})"),
-                ("checkpoint write s (writes seen)",
-                 f"{_fmt(c['checkpoint_write_s'])} ({_fmt(c['checkpoint_writes_seen'])})"),
-                ("Young/Daly interval, steps (hours)",
-                 f"{_fmt(c['young_daly_steps'])} ({_fmt(c['young_daly_hours'], 3)})"),
-                ("redone + writes h: interval used / Young/Daly",
-                 f"{_fmt(c['overhead_hours_at_interval'])} / "
-                 f"{_fmt(c['overhead_hours_at_young_daly'])}")]
-        lines = [f"advice: {c['advice']}", *(f"note: {n}" for n in c.get("notes", []))]
-        if c.get("young_daly_steps") is not None:
-            lines.append(f"assumptions: {c['assumptions']}")
-        out.append(_table("preemptions and checkpoints", ("metric", "value"), rows)
-                   + "\n".join(lines) + "\n")
+        lines = [f"advice: {c['advice']}", *checkpoint_notes(c)]
+        out.append(_table("preemptions and checkpoints", ("metric", "value"),
+                          checkpoint_rows(c)) + "\n".join(lines) + "\n")
     if r.get("epochs_after_best") is not None:
         out.append(f"epochs after the best: {_fmt(r['epochs_after_best'], 3)} "
                    f"({_fmt(r['compute_hours_after_best'], 3)} compute hours after epoch "

@@ -1,0 +1,138 @@
+"""Shared helpers of the probe tests: planted cohorts, small configs, float64 test models.
+
+Test modules import these from here (``from .probe_fixtures import ...``); the pytest
+fixtures built on them live in conftest.py.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from rightsize.cohort.arrays import CohortArrays
+from rightsize.probes.config import ConcatConfig, EchoConfig, FusedConfig, TrainConfig
+from rightsize.probes.fused import CrossAttnFusedProbe
+from rightsize.probes.models import ConcatMLPProbe, EchoAttnProbe
+
+# params blocks of the CLI tests' params.yaml
+TRAIN = {
+    "probes": ["ecg", "echo", "concat", "fused"], "seed": 0, "threads": 1, "device": "cpu",
+    "batch_size": 32, "lr": 0.003, "weight_decay": 0.0001, "pca_rank": 16,
+    "ecg": {"alphas": [10.0, 1000.0], "Cs": [0.01, 1.0]},
+    "echo": {"epochs": 3}, "concat": {"epochs": 3, "hidden": 16},
+    "fused": {"epochs": 3, "fusion_dim": 16, "heads": 2, "hidden": 16},
+}
+EVALUATE = {"seed": 0, "n_bootstrap": 300, "n_bootstrap_missing": 200, "ci": 0.95}
+
+
+def make_cohort(n: int = 600, clips: int = 4, echo_dim: int = 64, ecg_dim: int = 48,
+                seed: int = 0, noise_sd: float = 2.0, emb_noise: float = 0.5,
+                missing_frac: float = 0.03, splits: tuple[int, int, int] = (400, 80, 120),
+                ) -> CohortArrays:
+    """A planted cohort: lvef = 50 + 6 u + 6 v + 7 s[matched] + noise (percent)."""
+    assert sum(splits) == n
+    rng = np.random.default_rng(seed)
+    k = max(clips, 2)                                     # view keys
+    u, v, eps = rng.standard_normal((3, n))
+    s = rng.standard_normal((n, clips))
+    has_echo = rng.random(n) >= missing_frac
+    has_ecg = rng.random(n) >= missing_frac
+    n_clips = rng.integers(max(1, clips - 1), clips + 1, n) * has_echo
+    query = rng.integers(0, k, n)
+    keys = (query[:, None] + 1 + rng.integers(0, k - 1, (n, clips))) % k
+    matched = np.floor(rng.random(n) * np.maximum(n_clips, 1)).astype(int)
+    keys[np.arange(n), matched] = query
+    lvef = 50.0 + 6 * u + 6 * v + 7 * s[np.arange(n), matched] + noise_sd * eps
+
+    lat_e = np.concatenate([u[:, None, None].repeat(clips, 1), s[..., None],
+                            2.0 * np.eye(k)[keys], rng.standard_normal((n, clips, 1))], axis=2)
+    lat_g = np.concatenate([v[:, None], rng.standard_normal((n, 1)), 2.0 * np.eye(k)[query]],
+                           axis=1)
+    w_e = rng.standard_normal((lat_e.shape[-1], echo_dim)) / np.sqrt(lat_e.shape[-1])
+    w_g = rng.standard_normal((lat_g.shape[-1], ecg_dim)) / np.sqrt(lat_g.shape[-1])
+    echo = lat_e @ w_e + 0.3 + emb_noise * rng.standard_normal((n, clips, echo_dim))
+    ecg = lat_g @ w_g - 0.2 + emb_noise * rng.standard_normal((n, ecg_dim))
+    present = np.arange(clips)[None, :] < n_clips[:, None]
+    echo = (echo * present[..., None]).astype(np.float32)
+    ecg = (ecg * has_ecg[:, None]).astype(np.float32)
+
+    split = np.repeat(np.arange(3, dtype=np.int8), splits)
+    rng.shuffle(split)
+    return CohortArrays(
+        subject_id=np.arange(n, dtype=np.int64), split=split,
+        lvef=lvef.astype(np.float32), ef_le_40=lvef.astype(np.float32) <= 40.0,
+        echo=echo, n_clips=n_clips.astype(np.int16), ecg=ecg,
+        has_echo=has_echo, has_ecg=has_ecg,
+        metadata={"source": "tests", "seed": seed, "perfect_model_mae": noise_sd * 0.7979},
+    )
+
+
+def small_manifest(root: Path) -> Path:
+    """A 240-subject synthetic manifest (3 clips, 32-d echo, 24-d ECG) at ``root``."""
+    from rightsize.cohort.build import build_manifest
+    from rightsize.cohort.config import CohortConfig, SplitsConfig
+
+    cfg = CohortConfig(n_subjects=240, splits=SplitsConfig(160, 30, 50), echo_dim=32,
+                       ecg_dim=24, max_clips=3, row_group_size=64)
+    build_manifest(cfg, root / "manifest.parquet")
+    return root / "manifest.parquet"
+
+
+def small_train_config(seed: int = 0, **fused: object) -> TrainConfig:
+    """Train settings sized for the tiny cohort (seconds per probe on one thread)."""
+    fcfg = {"epochs": 30, "fusion_dim": 32, "heads": 2, "hidden": 32, "dropout": 0.0,
+            "modality_dropout": 0.1, **fused}
+    return TrainConfig(seed=seed, threads=1, device="cpu", batch_size=32, lr=3e-3,
+                       weight_decay=1e-4, echo=EchoConfig(epochs=30),
+                       concat=ConcatConfig(epochs=30, hidden=32, dropout=0.0),
+                       fused=FusedConfig(**fcfg))
+
+
+# float64 models and inputs for the forward/gradient tests
+DE, DG = 40, 30
+
+
+def model_inputs(clips, rows=7, seed=0):
+    """``rows`` rows (a multiple of 7): no clips, some clips, all clips; ECG absent in some."""
+    g = torch.Generator().manual_seed(seed)
+    n = torch.tensor([0, 1, 2, 3, 5, 4, 5]).clamp(max=clips).repeat(rows // 7)
+    mask = torch.arange(clips)[None, :] < n[:, None]
+    echo = torch.randn(rows, clips, DE, generator=g, dtype=torch.float64)
+    ecg = torch.randn(rows, DG, generator=g, dtype=torch.float64)
+    has_ecg = torch.tensor([True, True, False, True, True, False, True]).repeat(rows // 7)
+    return echo, mask, ecg, has_ecg
+
+
+def random_model(make, rank, seed=0):
+    """A float64 model off its initial values, with random moments and an orthonormal basis."""
+    torch.manual_seed(seed)
+    model = make(rank).double()
+    for norm in (model.norm_echo, getattr(model, "norm_ecg", None)):
+        if norm is None:
+            continue
+        norm.mean.normal_()
+        norm.inv_sd.uniform_(0.5, 2.0)
+        if norm.rank:
+            q, _ = torch.linalg.qr(torch.randn(norm.mean.shape[0], norm.rank,
+                                               dtype=torch.float64))
+            norm.basis.copy_(q)
+    with torch.no_grad():                      # move off the zero/symmetric initial values
+        for p in model.parameters():
+            p.add_(0.3 * torch.randn_like(p))
+    return model
+
+
+MAKERS = {                # probe -> model factory of its PCA rank, dropout off
+    "echo": lambda r: EchoAttnProbe(DE, DG, pca_rank=r),
+    "concat": lambda r: ConcatMLPProbe(DE, DG, hidden=16, dropout=0.0, pca_rank=r),
+    "fused": lambda r: CrossAttnFusedProbe(DE, DG, fusion_dim=16, heads=4, hidden=16,
+                                           dropout=0.0, pca_rank=r),
+}
+
+DROPOUT_MAKERS = {        # the hand-written-step probes with head dropout on
+    "concat": lambda r: ConcatMLPProbe(DE, DG, hidden=16, dropout=0.3, pca_rank=r),
+    "fused": lambda r: CrossAttnFusedProbe(DE, DG, fusion_dim=16, heads=4, hidden=16,
+                                           dropout=0.3, pca_rank=r),
+}

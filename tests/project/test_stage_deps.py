@@ -1,0 +1,138 @@
+"""Every dvc.yaml stage depends on every project module its verb imports (import_graph.py).
+
+Two views of the same promise: the deps cover each stage's import closure (read from the
+AST), and real DVC, after a module of each package is touched in a copy of the project,
+marks every stage that imports it.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import import_graph as g
+import pytest
+import yaml
+
+
+def test_every_stage_depends_on_every_module_its_verb_imports():
+    lines = []
+    for st in g.load_stages():
+        problems = g.missing_deps(st) + g.stale_deps(st)
+        if problems:
+            lines += [*problems, f"  (stage {st.name}: a dep list that covers it: "
+                                 f"{', '.join(g.suggested_deps(st))})"]
+    assert not lines, "\n".join(lines)
+
+
+def test_the_check_names_stage_and_module_when_any_source_dep_is_removed():
+    spec = yaml.safe_load((g.REPO / "dvc.yaml").read_text())
+    tried = 0
+    for st in g.load_stages():
+        for dep in (d for d in st.deps if d.startswith("src/")):
+            fewer = g.Stage(st.name, st.verb, tuple(d for d in st.deps if d != dep))
+            lines = g.missing_deps(fewer)
+            assert lines, f"removing {dep} from stage {st.name} went unnoticed"
+            assert all(f"stage {st.name} " in line for line in lines)
+            assert any(f" {dep}" in line or f" {dep}/" in line for line in lines), lines
+            tried += 1
+    assert tried >= 8 * len(spec["stages"])
+
+
+def test_the_closure_follows_imports_inside_functions_and_skips_type_checking():
+    via = g.closure(["rightsize.verbs.scalars"])
+    assert "rightsize.telemetry.scalars" in via           # imported inside run_scalars
+    assert g.chain(via, "rightsize.telemetry.wire").startswith("rightsize.verbs.scalars -> ")
+    only_typing = g.handler_imports("rightsize.verbs.scalars", "register")
+    assert "rightsize.telemetry.table" not in only_typing  # under `if TYPE_CHECKING:` only
+
+
+def _run(cmd: list[str], cwd: Path, env: dict[str, str]) -> str:
+    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stderr}"
+    return proc.stdout
+
+
+# Creates an empty stand-in for every stage output, so `dvc commit` can record the current
+# source hashes in dvc.lock without running the pipeline.
+_PLACEHOLDERS = """
+from pathlib import Path
+from dvc.repo import Repo
+with Repo(".") as repo:
+    for stage in repo.index.stages:
+        for out in stage.outs:
+            p = Path(out.fs_path)
+            if not p.exists():
+                p.parent.mkdir(parents=True, exist_ok=True)
+                p.write_text("")
+"""
+
+
+def _marked(status: dict, path: str) -> set[str]:
+    """Stages (foreach name) for which DVC reports a changed dep covering ``path``."""
+    out = set()
+    for stage, entries in status.items():
+        for entry in entries:
+            if isinstance(entry, dict) and any(
+                    g.covered(path, [dep]) for dep in entry.get("changed deps", {})):
+                out.add(stage.split("@")[0])
+    return out
+
+
+@pytest.fixture
+def committed_copy(tmp_path: Path, pipeline_env: dict[str, str]) -> Path:
+    """The project's source, params and dvc.yaml in a git repo whose dvc.lock records the
+    current source (outputs are empty stand-ins); ``dvc status`` is clean there."""
+    proj = tmp_path / "proj"
+    listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"],
+                            cwd=g.REPO, capture_output=True, check=True).stdout.decode()
+    for rel in filter(None, listed.split("\0")):
+        src = g.REPO / rel
+        if src.is_file() and rel.split("/")[0] in {"src", ".dvc", "measurements"} | {
+                "dvc.yaml", "params.yaml", ".dvcignore", ".gitignore"}:
+            (proj / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, proj / rel)
+    env = pipeline_env
+    _run(["git", "init", "-q"], proj, env)
+    _run(["git", "add", "-A"], proj, env)
+    _run(["git", "commit", "-qm", "copy"], proj, env)
+    _run(["python", "-c", _PLACEHOLDERS], proj, env)
+    _run(["dvc", "commit", "-f", "-q"], proj, env)
+    assert json.loads(_run(["dvc", "status", "--json"], proj, env)) == {}
+    return proj
+
+
+@pytest.mark.slow
+def test_dvc_status_marks_every_stage_that_imports_a_touched_module(committed_copy,
+                                                                    pipeline_env):
+    proj, env = committed_copy, pipeline_env
+    targets = g.touch_targets()
+    packages = {m.rsplit(".", 1)[0] for m in targets}
+    assert {"rightsize", "rightsize.cohort", "rightsize.probes", "rightsize.telemetry",
+            "rightsize.sizing", "rightsize.reporting", "rightsize.verbs"} <= packages
+    stages = g.load_stages()
+    for module in targets:
+        path = g.rel_file(module)
+        importers = {st.name for st in stages if module in g.stage_closure(st)}
+        assert importers, module
+        original = (proj / path).read_bytes()
+        (proj / path).write_bytes(original + b"\n# touched by test_stage_deps\n")
+        marked = _marked(json.loads(_run(["dvc", "status", "--json"], proj, env)), path)
+        assert importers <= marked, (f"{path} changed; dvc status does not mark "
+                                     f"{sorted(importers - marked)} (marks {sorted(marked)})")
+        (proj / path).write_bytes(original)
+
+    # The same check fails once a stage loses the dep: drop train's dep on the touched
+    # probes module, record that in dvc.lock, and dvc status no longer marks train.
+    module = next(m for m in targets if m.startswith("rightsize.probes."))
+    path = g.rel_file(module)
+    spec = yaml.safe_load((proj / "dvc.yaml").read_text())
+    deps = spec["stages"]["train"]["do"]["deps"]
+    spec["stages"]["train"]["do"]["deps"] = [d for d in deps if not g.covered(path, [d])]
+    (proj / "dvc.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    _run(["dvc", "commit", "-f", "-q"], proj, env)
+    (proj / path).write_bytes((proj / path).read_bytes() + b"\n# touched\n")
+    marked = _marked(json.loads(_run(["dvc", "status", "--json"], proj, env)), path)
+    assert "train" not in marked and "footprint" in marked
