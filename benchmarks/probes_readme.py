@@ -29,9 +29,8 @@ def readme_section(md: str) -> str:
         "## Probes", "",
         "`probes_bench.py` times the probe engine (`train_probe` + `evaluate_probe`) against "
         "`naive_probes.py`, a baseline with the **same architectures and initial parameters "
-        "computed the textbook way** (`rightsize.probes.reference.ReferenceModel`: inputs "
-        "projected back to full width, full-width linear layers, null tokens concatenated to "
-        "each row's keys, torch's `multi_head_attention_forward`) and trained tutorial-style "
+        "computed by each probe's textbook forward** (no accelerator; the probe module's own "
+        "`forward` on raw inputs) and trained tutorial-style "
         "(per-row Dataset + `DataLoader(batch_size=32, shuffle=True)`, default "
         "`torch.optim.AdamW`, per-batch `.item()`, a Python loop of 2,000 sklearn "
         "`mean_absolute_error`/`roc_auc_score` calls), each probe at `max_clips` 1 and 8 "
@@ -56,7 +55,7 @@ def readme_section(md: str) -> str:
         "0.1 s; each torch probe >= 50 % of the matmul GFLOP/s in model FLOPs (6·P·N·E / fit "
         "seconds; the executed-FLOP percentage is given next to it).", "",
         "Reading it: the engine computes the same function from the same parameters as the "
-        "baseline (`tests/probes/test_probes_reference.py` checks outputs and gradients "
+        "baseline (`tests/probes/test_probes_accel_*.py` check outputs and gradients "
         "against the textbook forward) with fewer FLOPs, so a fit's speed-up = executed-FLOP "
         "ratio (baseline/ours) x throughput ratio (ours' GFLOP/s / the baseline's); the table "
         "has the first, results/probes.md each side's GFLOP/s. The previous benchmark (the "

@@ -122,3 +122,60 @@ def fits(cohort, train_cfg, tmp_path_factory):
             fit = train_probe(name, cohort, train_cfg, "cpu", log)
         out[name] = (fit, run)
     return out
+
+
+# Textbook-vs-accelerator tests: float64 inputs and models with random moments, orthonormal
+# PCA bases and parameters moved off their symmetric initial values.
+DE, DG = 40, 30
+
+
+def probe_inputs(clips: int, rows: int = 7, seed: int = 0, tokens: int = 0):
+    """``rows`` rows (a multiple of 7): no clips, some clips, all clips; ECG absent in some.
+
+    ``tokens`` > 0 gives a token-level ECG (rows, tokens, DG); 0 a pooled one (rows, DG).
+    """
+    import torch
+
+    g = torch.Generator().manual_seed(seed)
+    n = torch.tensor([0, 1, 2, 3, 5, 4, 5]).clamp(max=clips).repeat(rows // 7)
+    mask = torch.arange(clips)[None, :] < n[:, None]
+    echo = torch.randn(rows, clips, DE, generator=g, dtype=torch.float64)
+    shape = (rows, tokens, DG) if tokens else (rows, DG)
+    ecg = torch.randn(*shape, generator=g, dtype=torch.float64)
+    has_ecg = torch.tensor([True, True, False, True, True, False, True]).repeat(rows // 7)
+    return echo, mask, ecg, has_ecg
+
+
+def randomized(make, rank: int, seed: int = 0):
+    """``make(rank)`` in float64 with random moments and bases, parameters moved."""
+    import torch
+
+    torch.manual_seed(seed)
+    model = make(rank).double()
+    for norm in (model.norm_echo, getattr(model, "norm_ecg", None)):
+        if norm is None:
+            continue
+        norm.mean.normal_()
+        norm.inv_sd.uniform_(0.5, 2.0)
+        if norm.rank:
+            q, _ = torch.linalg.qr(torch.randn(norm.mean.shape[0], norm.rank,
+                                               dtype=torch.float64))
+            norm.basis.copy_(q)
+    with torch.no_grad():                      # move off the zero/symmetric initial values
+        for p in model.parameters():
+            p.add_(0.3 * torch.randn_like(p))
+    return model
+
+
+def makers(dropout: float = 0.0) -> dict:
+    """Builders ``rank -> module`` of the three torch probes at the test dims."""
+    from rightsize.probes.concat import ConcatMLPProbe
+    from rightsize.probes.echo import EchoAttnProbe
+    from rightsize.probes.fused import CrossAttnFusedProbe
+
+    return {
+        "echo": lambda r: EchoAttnProbe(DE, DG, pca_rank=r),
+        "concat": lambda r: ConcatMLPProbe(DE, DG, hidden=16, dropout=dropout, pca_rank=r),
+        "fused": lambda r: CrossAttnFusedProbe(DE, DG, fusion_dim=16, heads=4, hidden=16,
+                                               dropout=dropout, pca_rank=r),
+    }

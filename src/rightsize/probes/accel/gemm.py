@@ -12,13 +12,17 @@ to float32 rounding, not bit for bit).
 at least ``MIN_MACS`` multiply-adds, and both operands row- or column-major (a strided slice
 such as one head's columns of a weight sends oneDNN to a reference path ~1000x slower).
 Everywhere else they fall back to ``torch.mm`` / ``F.linear``: other devices, float64 (the
-gradient tests), builds without oneDNN, and small products where oneDNN's per-call set-up
-costs more than it saves.
+gradient tests), builds without oneDNN, small products where oneDNN's per-call set-up
+costs more than it saves, and accelerators off (``train.accelerate: false``,
+:func:`rightsize.probes.accel.use`). The textbook forwards call :func:`mm` for their
+weight-sized products too (:meth:`rightsize.probes.featurenorm.FeatureNorm.lift`).
 """
 
 from __future__ import annotations
 
 import torch
+
+from rightsize.probes.accel import enabled
 
 _LINEAR = getattr(getattr(torch.ops, "mkldnn", None), "_linear_pointwise", None)
 _ENABLED = _LINEAR is not None and torch.backends.mkldnn.is_available()
@@ -46,7 +50,8 @@ def _plain(t: torch.Tensor) -> bool:
 def routes(m: int, k: int, n: int, like: torch.Tensor) -> bool:
     """True when an ``(m, k) @ (k, n)`` product of ``like``'s dtype and device, with plain
     operands and no autograd graph, takes the oneDNN route."""
-    return (_ENABLED and like.dtype == torch.float32 and like.device.type == "cpu"
+    return (_ENABLED and enabled() and like.dtype == torch.float32
+            and like.device.type == "cpu"
             and min(m, n) >= 8 and m * k * n >= MIN_MACS)
 
 
