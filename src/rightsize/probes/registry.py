@@ -23,7 +23,6 @@ class Entry:
     model: str                     # "module:Class": the textbook torch module ("" if none)
     closed_form: str = ""          # "module:function" fitting the probe in one go (no loop)
     numpy_model: str = ""          # "module:Class" of the weights.npz model, if any
-    uses_echo: bool = True
     uses_ecg: bool = True
     ecg_pooling: str = "mean"      # how a subject's ECG tokens reach the probe (arch, report)
     ef_score: str = "neg_lvef"     # EF<=40 score: "neg_lvef" or the model's "logit"
@@ -32,8 +31,7 @@ class Entry:
 
 PROBES: dict[str, Entry] = {
     "ecg": Entry(model="", closed_form="rightsize.probes.linear:fit_probe",
-                 numpy_model="rightsize.probes.linear:LinearEcgProbe", uses_echo=False,
-                 ef_score="logit"),
+                 numpy_model="rightsize.probes.linear:LinearEcgProbe", ef_score="logit"),
     "echo": Entry(model="rightsize.probes.echo:EchoAttnProbe",
                   numpy_model="rightsize.probes.accel.echo_numpy:AttentiveEchoProbe",
                   uses_ecg=False, ecg_pooling="none", accelerators=("echo_numpy",)),
