@@ -179,3 +179,16 @@ def makers(dropout: float = 0.0) -> dict:
         "fused": lambda r: CrossAttnFusedProbe(DE, DG, fusion_dim=16, heads=4, hidden=16,
                                                dropout=dropout, pca_rank=r),
     }
+
+
+def with_ecg_tokens(arrays: CohortArrays, tokens: int, seed: int = 1,
+                    spread: float = 0.5) -> CohortArrays:
+    """``arrays`` with ``tokens`` ECG tokens per subject (n, N, ecg_dim): the pooled vector
+    plus per-token noise, zero where the ECG is absent (the contract of a token manifest)."""
+    import dataclasses
+
+    rng = np.random.default_rng(seed)
+    n, dim = arrays.ecg.shape
+    ecg = arrays.ecg[:, None, :] + spread * rng.standard_normal((n, tokens, dim))
+    ecg *= arrays.has_ecg[:, None, None]
+    return dataclasses.replace(arrays, ecg=ecg.astype(np.float32))
