@@ -84,6 +84,7 @@ class FusedConfig:
     hidden: int = 256
     dropout: float = 0.1
     modality_dropout: float = 0.1   # per-row chance of hiding echo (and, separately, ECG)
+    layers: int = 1         # fusion blocks (cross-attention both ways), stacked
 
     def validate(self, key: str) -> None:
         """Check ranges (message names the dotted key)."""
@@ -95,6 +96,7 @@ class FusedConfig:
         require(self.hidden >= 1, f"{key}.hidden", f"must be >= 1, got {self.hidden}")
         _dropout(self.dropout, f"{key}.dropout")
         _dropout(self.modality_dropout, f"{key}.modality_dropout", hi=0.5)
+        require(self.layers >= 1, f"{key}.layers", f"must be >= 1, got {self.layers}")
 
 
 @dataclass(frozen=True)

@@ -100,7 +100,8 @@ class CrossAttnFusedProbe(nn.Module):
     """Bidirectional cross-attention fusion of echo clip tokens and ECG tokens."""
 
     def __init__(self, echo_dim: int, ecg_dim: int, fusion_dim: int = 256, heads: int = 4,
-                 hidden: int = 256, dropout: float = 0.1, pca_rank: int = 0) -> None:
+                 hidden: int = 256, dropout: float = 0.1, pca_rank: int = 0,
+                 layers: int = 1) -> None:
         super().__init__()
         d = fusion_dim
         self.norm_echo = FeatureNorm(echo_dim, pca_rank)
@@ -109,7 +110,7 @@ class CrossAttnFusedProbe(nn.Module):
         self.ecg_proj = nn.Linear(ecg_dim, d)
         self.echo_null = nn.Parameter(0.02 * torch.randn(1, 1, d))
         self.ecg_null = nn.Parameter(0.02 * torch.randn(1, 1, d))
-        self.blocks = nn.ModuleList([FusionBlock(d, heads)])
+        self.blocks = nn.ModuleList([FusionBlock(d, heads) for _ in range(layers)])
         self.head = nn.Sequential(nn.Linear(2 * d, hidden), nn.GELU(), nn.Dropout(dropout),
                                   nn.Linear(hidden, 1))
 
