@@ -168,3 +168,30 @@ def test_an_accelerator_applies_only_where_every_unknown_key_has_its_default():
     assert accel.select(("fused_pooled",), facts, defaults, on=False) is None
     with accel.use(False):
         assert accel.select(("fused_pooled",), facts, defaults) is None
+
+
+def test_a_second_fusion_block_is_trained_by_autograd_and_saved(cohort, tmp_path):
+    """train.fused.layers: 2 stacks a second block; the accelerator, written for one,
+    leaves it to the textbook trainer, and the checkpoint rebuilds both blocks."""
+    from rightsize.probes.checkpoint import load_checkpoint, save_checkpoint
+    from rightsize.probes.data import split_data
+
+    one = _small_fused(cohort, layers=1)
+    two = _small_fused(cohort, layers=2)
+    assert one.extra["accelerator"] == "fused_pooled" and two.extra["accelerator"] == "none"
+    assert two.arch["layers"] == 2
+    module = two.probe.model.module
+    assert len(module.blocks) == 2 and any(n.startswith("blocks.1.") for n, _ in
+                                           module.named_parameters())
+    per_block = sum(p.numel() for p in module.blocks[1].parameters())
+    assert two.probe.n_params == one.probe.n_params + per_block
+    assert two.best_epoch >= 1 and two.val_loss[two.best_epoch - 1] < two.val_loss[0]
+    save_checkpoint(tmp_path, two.probe, two.arch, {})
+    probe, _ = load_checkpoint(tmp_path, "fused")
+    val = split_data(cohort, "val")
+    np.testing.assert_array_equal(probe.predict(val)[0], two.probe.predict(val)[0])
+
+
+def _small_fused(cohort, layers):
+    cfg = small_train_config(epochs=6, layers=layers)
+    return train_probe("fused", cohort, cfg)
