@@ -1,21 +1,22 @@
-"""The ``echo`` probe in numpy: attentive pooling over echo clips and a linear head.
+"""Accelerator ``echo_numpy``: the ``echo`` probe trained and run in numpy, without torch.
 
-The model is :class:`rightsize.probes.models.EchoAttnProbe` (the tests hold this module's
-predictions and gradients to that torch module's autograd): clip embeddings are
-standardized with train-split moments and projected on the top-``pca_rank`` principal
+The model is the textbook :class:`rightsize.probes.echo.EchoAttnProbe` (the tests hold this
+module's predictions and gradients to autograd of that torch module's forward): clip
+embeddings are standardized with train-split moments and projected on the top-``pca_rank`` principal
 directions; a learned query scores a learned null token and every present clip, a softmax
 over them pools the clip coordinates, and a linear head reads the pooled vector (and the
 null token's share). 3,074 parameters at echo_dim 1024: the whole fit is ~0.04 s of numpy
 on one core, while starting torch costs ~0.9 s of a probe process, so this probe, like the
 ECG probe, trains and predicts without torch (on the CPU, whatever ``train.device`` says).
 
-Training follows the torch engine: MSE on the train-standardized LVEF, mini-batches of a
-per-epoch permutation, AdamW with torch's update rule (:func:`adamw_step`), the epoch with
-the lowest validation MSE kept. Initial weights are drawn as ``nn.Linear`` draws them
-(uniform in ``+-1/sqrt(echo_dim)``, null token zero), from numpy's generator seeded with
-the replica's seed, which then draws the shuffles: other numbers than torch's generator
-would give, the same distribution. Arrays are float32, as in the torch probes; weights
-save to ``weights.npz`` (plain arrays, no pickle).
+Training runs in the one loop (:mod:`rightsize.probes.loop`; :class:`NumpyEchoReplicas` is
+the trainer): MSE on the train-standardized LVEF, mini-batches of a per-epoch permutation,
+AdamW with torch's update rule (:func:`adamw_step`), the epoch with the lowest validation MSE
+kept. Applies to every echo probe (it reads no ECG). Initial weights are drawn as
+``nn.Linear`` draws them (uniform in ``+-1/sqrt(echo_dim)``, null token zero), from numpy's
+generator seeded with the replica's seed, which then draws the shuffles: other numbers than
+torch's generator would give, the same distribution. Arrays are float32, as in the torch
+probes; weights save to ``weights.npz`` (plain arrays, no pickle).
 """
 
 from __future__ import annotations

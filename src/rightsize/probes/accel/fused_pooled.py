@@ -47,7 +47,7 @@ def per_batch_cheaper(width: int, rank: int, rows: int, extra: int = 2) -> bool:
     Per output unit: composing the layer with the token basis once per batch costs
     ``width x (rank + extra)`` (``extra`` = bias and null rows) plus ``rows x rank`` to apply
     it, against ``rows x width`` for the layer on full-width rows. The one test behind
-    :func:`project`, the clip-side coordinates and :mod:`rightsize.probes.fused_step`.
+    :func:`project`, the clip-side coordinates and :mod:`rightsize.probes.accel.fused_step`.
     """
     return width * (rank + extra) + rows * rank < rows * width
 

@@ -322,20 +322,29 @@ def _loss_and_grads(m: CrossAttnFusedProbe, echo: torch.Tensor, clip_mask: torch
 
     # q/k/v weights and the token bases (residual streams included): each weight's
     # gradient right after the product that reads the weight for the last time
-    d_xg = mm(d_pk, e2g.k.weight)
-    weight_grad("echo_to_ecg.k.weight", d_pk.t(), x_g)
-    d_xg += mm(d_pv, e2g.v.weight)
-    weight_grad("echo_to_ecg.v.weight", d_pv.t(), x_g)
-    d_xg[:r_g + 1] += mm(d_pq, g2e.q.weight)
-    weight_grad("ecg_to_echo.q.weight", d_pq.t(), x_g[:r_g + 1])
+    def through_qkv(x: torch.Tensor, *parts: tuple[str, torch.Tensor]) -> torch.Tensor:
+        """Gradient of the token basis ``x`` through the products ``d_p`` of its first
+        rows with each weight ``name`` (``d_p @ W`` summed), each weight's own gradient
+        ``d_p^T x`` taken right after its last read."""
+        d_x = None
+        for name, d_p in parts:
+            w, n = params_of[name], d_p.shape[0]
+            if d_x is None:
+                d_x = mm(d_p, w)
+            else:
+                d_x[:n] += mm(d_p, w)
+            weight_grad(name, d_p.t(), x[:n])
+        return d_x
+
+    params_of = {"echo_to_ecg.k.weight": e2g.k.weight, "echo_to_ecg.v.weight": e2g.v.weight,
+                 "ecg_to_echo.q.weight": g2e.q.weight, "ecg_to_echo.k.weight": g2e.k.weight,
+                 "ecg_to_echo.v.weight": g2e.v.weight, "echo_to_ecg.q.weight": e2g.q.weight}
+    d_xg = through_qkv(x_g, ("echo_to_ecg.k.weight", d_pk), ("echo_to_ecg.v.weight", d_pv),
+                       ("ecg_to_echo.q.weight", d_pq))
     d_xg[:r_g] += mm(c_g.t(), d_yg)
     d_xg[r_g] += gr["ecg_to_echo.out.bias"]                  # = d_yg summed over rows
-    d_xe = mm(d_ke, g2e.k.weight)
-    weight_grad("ecg_to_echo.k.weight", d_ke.t(), x_e)
-    d_xe += mm(d_ve, g2e.v.weight)
-    weight_grad("ecg_to_echo.v.weight", d_ve.t(), x_e)
-    d_xe[:r_e + 1] += mm(d_qe, e2g.q.weight)
-    weight_grad("echo_to_ecg.q.weight", d_qe.t(), x_e[:r_e + 1])
+    d_xe = through_qkv(x_e, ("ecg_to_echo.k.weight", d_ke), ("ecg_to_echo.v.weight", d_ve),
+                       ("echo_to_ecg.q.weight", d_qe))
     d_xe_r = d_xe[:r_e]
     d_xe_r += mm(c_e.reshape(b * c, r_e).t(), d_ye.reshape(b * c, d))
     d_xe[r_e] += gr["echo_to_ecg.out.bias"]                  # = d_ye summed over rows, clips
