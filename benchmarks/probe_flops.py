@@ -133,7 +133,7 @@ def _ours_step(model: Any) -> Any:
 
 def _ours_forward(model: Any) -> Any:
     """The engine's inference forward for ``model`` (an accelerator's, else the textbook)."""
-    from rightsize.probes.accel.fused_pooled import fast_forward
+    from rightsize.probes.accel.fused_coords import fast_forward
     from rightsize.probes.fused import CrossAttnFusedProbe
 
     if isinstance(model, CrossAttnFusedProbe):

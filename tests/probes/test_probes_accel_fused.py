@@ -1,5 +1,5 @@
-"""Accelerator ``fused_pooled`` equals the fused probe's textbook forward, and the textbook
-forward equals torch's own multi-head attention.
+"""Accelerators ``fused_pooled`` and ``fused_tokens`` equal the fused probe's textbook
+forward, and the textbook forward equals torch's own multi-head attention.
 
 Float64, random moments, orthonormal PCA bases, masked clips and absent modalities; the
 shapes make :func:`project` and :func:`mix_two_keys` take each of their two branches and
@@ -12,7 +12,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from rightsize.probes.accel.fused_pooled import fuse_encoded, mix_two_keys, project
+from rightsize.probes.accel.fused_coords import (
+    coords_loss_backward,
+    fuse_encoded,
+    mix_two_keys,
+    project,
+)
 from rightsize.probes.accel.fused_step import fused_loss_backward, manual_step_applies
 from rightsize.probes.featurenorm import masked_mean
 
@@ -71,9 +76,10 @@ def test_textbook_forward_is_torch_multi_head_attention(rank, clips, tokens):
 # coordinates (see the cost test in fuse_encoded).
 @pytest.mark.parametrize("rank, rows", [(0, 7), (8, 7), (8, 42)])
 @pytest.mark.parametrize("clips", [1, 5])
-def test_fast_forward_equals_the_textbook_forward_and_its_gradients(rank, rows, clips):
+@pytest.mark.parametrize("tokens", [0, 3])
+def test_fast_forward_equals_the_textbook_forward_and_its_gradients(rank, rows, clips, tokens):
     model = randomized(makers()["fused"], rank)
-    enc = model.encode(*probe_inputs(clips, rows))
+    enc = model.encode(*probe_inputs(clips, rows, tokens=tokens))
     weights = torch.arange(rows, dtype=torch.float64)    # a loss that weighs rows differently
     fast, f_e, f_g = fuse_encoded(model, **enc, need_weights=True)
     ref, r_e, r_g = model.attend(**enc)
@@ -110,6 +116,22 @@ def test_training_step_equals_autograd_of_the_textbook_forward(rank, rows, clips
         torch.testing.assert_close(loss, ref_loss.detach(), rtol=1e-12, atol=0)
         for (name, p), g in zip(model.named_parameters(), ref_grads, strict=True):
             torch.testing.assert_close(p.grad, g, rtol=1e-9, atol=1e-11, msg=name)
+
+
+@pytest.mark.parametrize("rank, rows", [(0, 7), (8, 42)])
+@pytest.mark.parametrize("train", [True, False])
+def test_token_training_step_equals_autograd_of_the_textbook_forward(rank, rows, train):
+    """fused_tokens: autograd of the coordinate-form forward, N = 3 tokens, dropout on."""
+    model = randomized(makers(dropout=0.3)["fused"], rank)
+    model.train(train)
+    enc = model.encode(*probe_inputs(5, rows, tokens=3))
+    y = torch.linspace(-2, 2, rows, dtype=torch.float64)
+    ref_loss, ref_grads = _textbook_grads(model, enc, y, seed=3)
+    torch.manual_seed(3)
+    loss = coords_loss_backward(model, enc, y)
+    torch.testing.assert_close(loss, ref_loss.detach(), rtol=1e-12, atol=0)
+    for (name, p), g in zip(model.named_parameters(), ref_grads, strict=True):
+        torch.testing.assert_close(p.grad, g, rtol=1e-9, atol=1e-11, msg=name)
 
 
 def test_the_hand_written_step_is_the_one_tested():

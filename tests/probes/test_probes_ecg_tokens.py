@@ -52,11 +52,11 @@ def token_fits(token_cohort):
 
 def test_every_probe_trains_on_ecg_tokens_and_records_them(token_cohort, token_fits):
     test = split_data(token_cohort, "test")
-    accelerators = {"echo": "echo_numpy", "concat": "concat_stacked", "fused": "none"}
+    accelerators = {"echo": "echo_numpy", "concat": "concat_stacked", "fused": "fused_tokens"}
     for name, fit in token_fits.items():
         assert fit.arch["ecg_tokens"] == N, name
         assert np.isfinite(fit.probe.predict(test)[0]).all(), name
-        if name in accelerators:       # the fused accelerator is for one token: textbook
+        if name in accelerators:
             assert fit.extra["accelerator"] == accelerators[name], name
     assert token_fits["ecg"].arch["ecg_pooling"] == token_fits["concat"].arch[
         "ecg_pooling"] == "mean"
@@ -90,6 +90,14 @@ def test_fused_is_invariant_to_the_order_of_ecg_tokens():
     out = model(*x)
     again = model(x[0], x[1], x[2][:, perm], x[3])
     torch.testing.assert_close(again, out, rtol=1e-10, atol=1e-12)
+
+
+def test_token_accelerator_and_textbook_train_the_same_model(token_cohort):
+    cfg = small_train_config(epochs=4)
+    on = train_probe("fused", token_cohort, cfg)
+    off = train_probe("fused", token_cohort, dataclasses.replace(cfg, accelerate=False))
+    assert (on.extra["accelerator"], off.extra["accelerator"]) == ("fused_tokens", "none")
+    np.testing.assert_allclose(on.val_loss, off.val_loss, rtol=1e-4)   # float32 rounding
 
 
 def test_one_token_is_the_pooled_model_exactly():
@@ -146,6 +154,6 @@ def test_a_token_level_checkpoint_reloads_to_the_same_predictions(token_cohort, 
     fit = token_fits["fused"]
     save_checkpoint(tmp_path, fit.probe, fit.arch, {})
     probe, side = load_checkpoint(tmp_path, "fused")
-    assert side["arch"]["ecg_tokens"] == N and probe.model.forward is None
+    assert side["arch"]["ecg_tokens"] == N and probe.model.forward is not None
     test = split_data(token_cohort, "test")
     np.testing.assert_array_equal(probe.predict(test)[0], fit.probe.predict(test)[0])

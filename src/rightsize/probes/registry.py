@@ -39,7 +39,7 @@ PROBES: dict[str, Entry] = {
                     accelerators=("concat_stacked",)),
     "fused": Entry(model="rightsize.probes.fused:CrossAttnFusedProbe",
                    ecg_pooling="attention (echo->ECG); mean (ECG->echo query)",
-                   accelerators=("fused_pooled",)),
+                   accelerators=("fused_pooled", "fused_tokens")),
 }
 
 

@@ -35,11 +35,12 @@ from typing import Any
 # Keys every accelerator understands (the input geometry; ECG tokens are each one's own test)
 COMMON = frozenset(("probe", "echo_dim", "ecg_dim", "pca_rank", "ecg_tokens", "ecg_pooling"))
 
-# name -> module holding ``ACCELERATOR``
+# name -> "module:attribute" of the :class:`Accelerator`
 MODULES = {
-    "echo_numpy": "rightsize.probes.accel.echo_numpy",
-    "concat_stacked": "rightsize.probes.accel.concat_stacked",
-    "fused_pooled": "rightsize.probes.accel.fused_pooled",
+    "echo_numpy": "rightsize.probes.accel.echo_numpy:ACCELERATOR",
+    "concat_stacked": "rightsize.probes.accel.concat_stacked:ACCELERATOR",
+    "fused_pooled": "rightsize.probes.accel.fused_coords:POOLED",
+    "fused_tokens": "rightsize.probes.accel.fused_coords:TOKENS",
 }
 
 _STATE = {"on": True}
@@ -84,7 +85,8 @@ class Accelerator:
 
 def load(name: str) -> Accelerator:
     """The accelerator ``name`` (its module is imported here, not before)."""
-    return importlib.import_module(MODULES[name]).ACCELERATOR
+    module, _, attr = MODULES[name].partition(":")
+    return getattr(importlib.import_module(module), attr)
 
 
 def select(names: tuple[str, ...], facts: dict[str, Any], defaults: dict[str, Any],

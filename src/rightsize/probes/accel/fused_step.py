@@ -32,7 +32,7 @@ import math
 
 import torch
 
-from rightsize.probes.accel.fused_pooled import fuse_encoded, per_batch_cheaper
+from rightsize.probes.accel.fused_coords import coords_loss_backward, per_batch_cheaper
 from rightsize.probes.accel.gemm import linear, mm, routes
 from rightsize.probes.accel.handgrad import (
     gelu_dropout_linear_mse,
@@ -56,7 +56,7 @@ def manual_step_applies(model: CrossAttnFusedProbe, rows: int) -> bool:
     """True when the coordinate form is the cheaper one for a batch of ``rows`` rows.
 
     Needs a PCA basis on both inputs (``pca_rank > 0``) and :func:`per_batch_cheaper` for
-    both, the test :func:`~rightsize.probes.accel.fused_pooled.project` applies.
+    both, the test :func:`~rightsize.probes.accel.fused_coords.project` applies.
     """
     d = model.echo_proj.out_features
     ranks = (model.norm_echo.rank, model.norm_ecg.rank)
@@ -105,21 +105,18 @@ def fused_loss_backward(model: CrossAttnFusedProbe, batch: Batch, y: torch.Tenso
     against ``y``, its gradients in ``.grad`` or handed to ``update``; the loss (no graph).
 
     The hand-written step (:func:`hand_step`) where it applies (:func:`manual_step_applies`:
-    PCA on, the batch wide enough), else autograd of :func:`fuse_encoded`.
+    PCA on, the batch wide enough), else autograd of the coordinate-form forward
+    (:func:`~rightsize.probes.accel.fused_coords.coords_loss_backward`).
     """
     if manual_step_applies(model, y.shape[0]):
         return hand_step(model, **batch, y=y, update=update)
-    for p in model.parameters():
-        p.grad = None
-    loss = torch.nn.functional.mse_loss(fuse_encoded(model, **batch)[0], y)
-    loss.backward()
-    return loss.detach()
+    return coords_loss_backward(model, batch, y)
 
 
 def hand_step(model: CrossAttnFusedProbe, echo: torch.Tensor, clip_mask: torch.Tensor,
               ecg: torch.Tensor, has_ecg: torch.Tensor, y: torch.Tensor,
               update: Update | None = None) -> torch.Tensor:
-    """MSE of :func:`fuse_encoded` against ``y``; each ``.grad`` set to its gradient,
+    """MSE of the fused probe (one ECG token) against ``y``; each ``.grad`` set to its gradient,
     or, with ``update``, the weight matrices' (:data:`HANDED_OVER`) handed to
     ``update(param, grad)`` instead (their ``.grad`` set to None).
 

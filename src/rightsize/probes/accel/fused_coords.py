@@ -1,10 +1,8 @@
-"""Accelerator ``fused_pooled``: the fused probe with one ECG token, and one fusion block.
+"""Accelerators ``fused_pooled`` and ``fused_tokens``: the fused probe in PCA coordinates.
 
-With a pooled ECG (``ecg_tokens`` 1) each echo clip attends over two keys, ``[null, ECG]``.
 :func:`fuse_encoded` computes the function of the textbook forward
-(:meth:`rightsize.probes.fused.CrossAttnFusedProbe.attend`) for that case with less
-arithmetic, and :mod:`rightsize.probes.accel.fused_step` its training step with a
-hand-written backward pass:
+(:meth:`rightsize.probes.fused.CrossAttnFusedProbe.attend`, one fusion block) with less
+arithmetic:
 
 * every token is an affine function of its rank-``r`` coordinates (``e = c A^T + a``), so
   a projection ``W e + b`` can be applied as ``c (W A)^T + (W a + b)``: one ``d x d x r``
@@ -13,17 +11,28 @@ hand-written backward pass:
 * the clips' queries, keys and values are never formed: scores and the attention output
   contract the clip coordinates with per-row, per-head ``r``-vectors (``M_h^T q``);
 * the null tokens' keys and values are projected once per batch, not once per row;
-* an echo clip attends over two keys, so its softmax is a sigmoid of the score difference
-  and its attention output is ``v_null + w (v_ecg - v_null)`` per head; with several clips
-  the output projection is applied once per row to each head's difference and mixed per
-  clip with the head weights (:func:`mix_two_keys`).
+* with one ECG token (pooled) a clip attends over two keys, so its softmax is a sigmoid of
+  the score difference and its attention output is ``v_null + w (v_ecg - v_null)`` per head;
+  with several clips the output projection is applied once per row to each head's
+  difference and mixed per clip with the head weights (:func:`mix_two_keys`). With N ECG
+  tokens the scores of every clip against ``[null, tokens]`` come from the clip coordinates
+  and each token's per-head key (:func:`_echo_to_tokens`), and the ECG->echo query is the
+  mean token, projected once.
 
-Applies where ``ecg_tokens`` is 1 (and, by the rule of :func:`rightsize.probes.accel.select`,
-``train.fused.layers`` at its default, one block). It trains each replica in turn with its
-own step (:class:`rightsize.probes.torch_replicas.Lockstep`: a stacked autograd version of
-the fused step measured 60 ms for 5 replicas against 5 x 7.7 ms for the hand-written one,
-fusion_dim 256) and is the inference forward of the models it trains. The tests hold both
-to autograd of the textbook forward in float64, dropout on.
+Two accelerators use it, each for one fusion block (by the rule of
+:func:`rightsize.probes.accel.select`, ``train.fused.layers`` at its default):
+
+* ``fused_pooled`` (``ecg_tokens`` 1): the training step is hand-written
+  (:mod:`rightsize.probes.accel.fused_step`) where PCA is on and the batch is wide enough,
+  else autograd of :func:`fuse_encoded` (:func:`coords_loss_backward`). Each replica steps in
+  turn (:class:`rightsize.probes.torch_replicas.Lockstep`: a stacked autograd version of the
+  fused step measured 60 ms for 5 replicas against 5 x 7.7 ms for the hand-written one,
+  fusion_dim 256).
+* ``fused_tokens`` (``ecg_tokens`` > 1): autograd of :func:`fuse_encoded`.
+
+Both are the inference forward of the models they train. The tests hold the forward, its
+attention weights and its gradients, and the training steps (loss and every gradient,
+dropout on), to autograd of the textbook forward in float64.
 """
 
 from __future__ import annotations
@@ -115,9 +124,9 @@ def fuse_encoded(m: nn.Module, echo: torch.Tensor, clip_mask: torch.Tensor,
                  ecg: torch.Tensor, has_ecg: torch.Tensor, need_weights: bool = False
                  ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
     """The prediction (B,) from :meth:`CrossAttnFusedProbe.encode`'s output (clip
-    coordinates (B, c, r), ECG coordinates (B, r)), plus per-head attention weights
-    when ``need_weights``: echo->ECG (B, H, c, 2) over [null, ECG]; ECG->echo
-    (B, H, 1, 1+c) over [null, clips]."""
+    coordinates (B, c, r), ECG coordinates (B, r) pooled or (B, N, r) tokens), plus per-head
+    attention weights when ``need_weights``: echo->ECG (B, H, c, 1+N) over [null, ECG
+    tokens]; ECG->echo (B, H, 1, 1+c) over [null, clips]."""
     b, c = clip_mask.shape
     blk = m.blocks[0]
     e2g, g2e = blk.echo_to_ecg, blk.ecg_to_echo
@@ -126,9 +135,9 @@ def fuse_encoded(m: nn.Module, echo: torch.Tensor, clip_mask: torch.Tensor,
     a_e = m.norm_echo.lift(m.echo_proj.weight)                      # (d, r_e)
     a_g = m.norm_ecg.lift(m.ecg_proj.weight)                        # (d, r_g)
     c_e = echo * clip_mask.unsqueeze(-1).to(echo.dtype)
-    c_g = ecg * has_ecg.unsqueeze(-1).to(ecg.dtype)
+    c_g = ecg * has_ecg.view(b, *[1] * (ecg.dim() - 1)).to(ecg.dtype)
     e = F.linear(c_e, a_e, m.echo_proj.bias)                           # (B, c, d)
-    g = F.linear(c_g, a_g, m.ecg_proj.bias)                            # (B, d)
+    g = F.linear(c_g, a_g, m.ecg_proj.bias)                            # (B, d) or (B, N, d)
     scale = 1.0 / math.sqrt(dh)
 
     # Clip-side queries, keys and values are never formed per clip: each is an affine map
@@ -144,15 +153,22 @@ def fuse_encoded(m: nn.Module, echo: torch.Tensor, clip_mask: torch.Tensor,
             return affine_map(lin, a_e, m.echo_proj.bias, null)
         return lin.weight, lin.bias, None if null is None else lin(null)
 
-    # echo -> [null, ECG]: two keys, so the softmax is a sigmoid of the score difference.
-    k_g, k_null = project(e2g.k, c_g, a_g, m.ecg_proj.bias, g, n_g)
-    dk = ((k_g - k_null) * scale).view(b, heads, dh)                      # (B, H, dh)
-    mq, bq, _ = clip_map(e2g.q)
-    t = torch.einsum("bhk,hkr->bhr", dk, mq.view(heads, dh, -1))
-    diff = torch.einsum("bcr,bhr->bch", x_e, t) + (bq.view(heads, dh) * dk).sum(-1)[:, None]
-    w_ecg = torch.sigmoid(diff.masked_fill(~has_ecg.view(b, 1, 1), float("-inf")))
-    v_g, v_null = project(e2g.v, c_g, a_g, m.ecg_proj.bias, g, n_g)
-    att_e = mix_two_keys(w_ecg, v_null, v_g, e2g.out, heads)                # (B, c, d)
+    if ecg.dim() == 3:          # echo -> [null, N tokens]: a softmax per clip and head
+        mq, bq, _ = clip_map(e2g.q)
+        att_e, w_e = _echo_to_tokens(e2g, x_e, mq, bq, c_g, a_g, m.ecg_proj.bias, g, n_g,
+                                     has_ecg, scale)
+        c_g, g = c_g.mean(dim=1), g.mean(dim=1)                     # the ECG->echo query
+    else:                       # echo -> [null, ECG]: a sigmoid of the score difference
+        k_g, k_null = project(e2g.k, c_g, a_g, m.ecg_proj.bias, g, n_g)
+        dk = ((k_g - k_null) * scale).view(b, heads, dh)                      # (B, H, dh)
+        mq, bq, _ = clip_map(e2g.q)
+        t = torch.einsum("bhk,hkr->bhr", dk, mq.view(heads, dh, -1))
+        diff = (torch.einsum("bcr,bhr->bch", x_e, t)
+                + (bq.view(heads, dh) * dk).sum(-1)[:, None])
+        w_ecg = torch.sigmoid(diff.masked_fill(~has_ecg.view(b, 1, 1), float("-inf")))
+        v_g, v_null = project(e2g.v, c_g, a_g, m.ecg_proj.bias, g, n_g)
+        att_e = mix_two_keys(w_ecg, v_null, v_g, e2g.out, heads)                # (B, c, d)
+        w_e = None
     pooled = masked_mean(blk.ln_echo(e + att_e), clip_mask)             # (B, d)
 
     # ECG -> [null, clips] (masked).
@@ -172,8 +188,46 @@ def fuse_encoded(m: nn.Module, echo: torch.Tensor, clip_mask: torch.Tensor,
     out = m.head(torch.cat([pooled, g2], dim=1)).squeeze(-1)
     if not need_weights:
         return out, None, None
-    w_e = torch.stack([1 - w_ecg, w_ecg], dim=-1).permute(0, 2, 1, 3)     # (B, H, c, 2)
+    if w_e is None:
+        w_e = torch.stack([1 - w_ecg, w_ecg], dim=-1).permute(0, 2, 1, 3)   # (B, H, c, 2)
     return out, w_e, w_g.unsqueeze(2)
+
+
+def _echo_to_tokens(e2g: nn.Module, x_e: torch.Tensor, mq: torch.Tensor, bq: torch.Tensor,
+                    c_g: torch.Tensor, a_g: torch.Tensor, bias: torch.Tensor, g: torch.Tensor,
+                    n_g: torch.Tensor, has_ecg: torch.Tensor, scale: float
+                    ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Every clip over ``[null, N ECG tokens]``: the output (B, c, d) and the weights
+    (B, H, c, 1+N). The clip queries are the affine map ``(mq, bq)`` of ``x_e``; each
+    token's per-head key is contracted with it in ``x_e``'s coordinates."""
+    b, n, d = g.shape
+    heads = e2g.heads
+    dh = d // heads
+    k_g, k_null = project(e2g.k, c_g, a_g, bias, g, n_g)                      # (B, N, d)
+    keys = torch.cat([k_null.view(1, 1, d).expand(b, 1, d), k_g], dim=1)
+    keys = (keys * scale).view(b, 1 + n, heads, dh)
+    t = torch.einsum("bnhk,hkr->bnhr", keys, mq.view(heads, dh, -1))
+    s = (torch.einsum("bcr,bnhr->bchn", x_e, t)
+         + torch.einsum("hk,bnhk->bhn", bq.view(heads, dh), keys).unsqueeze(1))
+    ok = torch.cat([torch.ones_like(has_ecg).view(b, 1), has_ecg.view(b, 1).expand(b, n)], 1)
+    w = torch.softmax(s.masked_fill(~ok.view(b, 1, 1, 1 + n), float("-inf")), dim=-1)
+    v_g, v_null = project(e2g.v, c_g, a_g, bias, g, n_g)
+    values = torch.cat([v_null.view(1, 1, d).expand(b, 1, d), v_g], dim=1)
+    mixed = torch.einsum("bchn,bnhk->bchk", w, values.view(b, 1 + n, heads, dh))
+    c = x_e.shape[1]
+    att = linear(mixed.reshape(b * c, d), e2g.out.weight, e2g.out.bias).view(b, c, d)
+    return att, w.permute(0, 2, 1, 3)
+
+
+def coords_loss_backward(model: nn.Module, batch: dict[str, torch.Tensor], y: torch.Tensor,
+                         update: Any = None) -> torch.Tensor:
+    """MSE of :func:`fuse_encoded` against ``y``; every ``.grad`` by autograd (``update``
+    unused). The loss, no graph."""
+    for p in model.parameters():
+        p.grad = None
+    loss = F.mse_loss(fuse_encoded(model, **batch)[0], y)
+    loss.backward()
+    return loss.detach()
 
 
 def fast_forward(model: nn.Module, **batch: torch.Tensor) -> torch.Tensor:
@@ -186,22 +240,34 @@ def fast_attend(model: nn.Module, **batch: torch.Tensor) -> tuple[torch.Tensor, 
     return fuse_encoded(model, **batch, need_weights=True)
 
 
-def _trainer(job: Any) -> Any:
+def _lockstep(loss_backward: Any) -> Any:
+    """A trainer factory: each replica's ``loss_backward`` in turn, inference by
+    :func:`fuse_encoded`."""
+    def trainer(job: Any) -> Any:
+        from rightsize.probes.torch_replicas import Lockstep, init_modules
+
+        models, rng_states = init_modules(job)
+        return Lockstep(job, models, rng_states, loss_backward=loss_backward,
+                        forward=fast_forward, attend=fast_attend)
+    return trainer
+
+
+def _hand_step(model: nn.Module, batch: dict[str, torch.Tensor], y: torch.Tensor,
+               update: Any = None) -> torch.Tensor:
     from rightsize.probes.accel.fused_step import fused_loss_backward
-    from rightsize.probes.torch_replicas import Lockstep, init_modules
 
-    models, rng_states = init_modules(job)
-    return Lockstep(job, models, rng_states, loss_backward=fused_loss_backward,
-                    forward=fast_forward, attend=fast_attend)
+    return fused_loss_backward(model, batch, y, update)
 
 
-ACCELERATOR = Accelerator(
+KNOWS = frozenset(("epochs", "fusion_dim", "heads", "hidden", "dropout", "modality_dropout"))
+POOLED = Accelerator(
     name="fused_pooled",
     precondition="fused probe with one ECG token per subject (pooled) and one fusion block",
-    knows=frozenset(("epochs", "fusion_dim", "heads", "hidden", "dropout",
-                     "modality_dropout")),
-    applies=lambda facts: facts.get("ecg_tokens", 1) == 1,
-    trainer=_trainer,
-    forward=fast_forward,
-    extra={"attend": fast_attend},
-)
+    knows=KNOWS, applies=lambda facts: facts.get("ecg_tokens", 1) == 1,
+    trainer=_lockstep(_hand_step), forward=fast_forward, extra={"attend": fast_attend})
+TOKENS = Accelerator(
+    name="fused_tokens",
+    precondition="fused probe with N > 1 ECG tokens per subject and one fusion block",
+    knows=KNOWS, applies=lambda facts: facts.get("ecg_tokens", 1) > 1,
+    trainer=_lockstep(coords_loss_backward), forward=fast_forward,
+    extra={"attend": fast_attend})
