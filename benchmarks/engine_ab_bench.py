@@ -37,13 +37,16 @@ REPO = Path(__file__).resolve().parents[1]
 HERE = Path(__file__).resolve().parent
 
 
-def _params(root: Path, fusion_dim: int | None) -> dict[str, Any]:
-    """``root``'s params.yaml, the fused probe at ``fusion_dim`` when given."""
+def _params(root: Path, fusion_dim: int | None, seeds: int | None = None) -> dict[str, Any]:
+    """``root``'s params.yaml, the fused probe at ``fusion_dim`` and ``train.seeds`` at
+    ``seeds`` when given."""
     import yaml
 
     params = yaml.safe_load((root / "params.yaml").read_text())
     if fusion_dim is not None:
         params["train"]["fused"] = dict(params["train"]["fused"], fusion_dim=fusion_dim)
+    if seeds is not None:
+        params["train"]["seeds"] = seeds
     return params
 
 
@@ -65,6 +68,8 @@ def main() -> int:
     ap.add_argument("--probes", nargs="+", default=None, help="default: train.probes")
     ap.add_argument("--large-fusion-dim", type=int, default=1024)
     ap.add_argument("--no-large", action="store_true", help="skip the large fused case")
+    ap.add_argument("--seeds", type=int, default=None,
+                    help="train.seeds on both sides (default: each side's params.yaml)")
     ap.add_argument("--manifest", default=str(REPO / "data" / "manifest.parquet"))
     ap.add_argument("--timeout", type=float, default=1800.0)
     ap.add_argument("--out", default=str(HERE / "results" / "engine_ab.md"))
@@ -91,7 +96,7 @@ def main() -> int:
         setup: dict[tuple[str, int | None], tuple[list, Path]] = {}
         for who, (root, _) in sides.items():
             for fd in {fd for _, fd in cases}:
-                prm = _params(root, fd)
+                prm = _params(root, fd, args.seeds)
                 setup[(who, fd)] = (probe_commands(root / "dvc.yaml", prm),
                                     _project(tmp / f"{who}-{fd}", manifest, prm))
         runs: dict[tuple[str, str, int | None], list[dict[str, float]]] = {}
@@ -118,7 +123,9 @@ def _render(args: argparse.Namespace, info: dict[str, Any], names: list[str],
     ours, base = names
     lines = [f"# Probe stages, this tree vs `{base}` (whole process, 1 thread)", "",
              f"`python benchmarks/engine_ab_bench.py --before {base} --rounds {args.rounds}"
-             + (" --no-large" if args.no_large else "") + "`, "
+             + (" --no-large" if args.no_large else "")
+             + (f" --seeds {args.seeds}" if args.seeds else "")
+             + (f" --probes {' '.join(args.probes)}" if args.probes else "") + "`, "
              f"{time.strftime('%Y-%m-%d %H:%M')}, {seconds / 60:.1f} min. Each side runs its "
              "own `dvc.yaml` train stage command with its own `params.yaml` on "
              f"`{Path(args.manifest).name}`; rounds alternate which side goes first.", ""]

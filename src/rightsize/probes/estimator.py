@@ -60,7 +60,7 @@ class FitJob:
     moments: Moments
     seeds: list[int]
     device: str
-    build: Callable[[dict[str, Any]], Any] | None   # arch -> textbook torch module
+    build: Callable[[dict[str, Any]], Any]   # arch -> the textbook torch module
 
 
 class Estimator:
@@ -119,11 +119,14 @@ class Estimator:
                               threads=self.cfg.threads)
         acc = self.accelerator(arch)
         job = FitJob(self.name, arch, self.cfg, self.sub, train, val, std, moments, seeds,
-                     self.device, None if acc is not None and not acc.uses_torch
-                     else self.build)
+                     self.device, self.build)
         with accel.use(self.cfg.accelerate), self._runtime(acc):
-            trainer = acc.trainer(job) if acc is not None and acc.trainer is not None \
-                else resolve("rightsize.probes.torch_replicas:textbook_trainer")(job)
+            if acc is not None:
+                trainer = acc.trainer(job)
+            else:
+                from rightsize.probes.torch_replicas import textbook_trainer
+
+                trainer = textbook_trainer(job)
             reps = train_loop(trainer, len(train), self.cfg.batch_size, self.sub.epochs,
                               self.name, seeds, runlog)
             out = []

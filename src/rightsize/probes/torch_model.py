@@ -129,4 +129,4 @@ def load_torch_model(name: str, arch: dict[str, Any], device: Any = "cpu",
     acc = inference_accelerator(name, arch, accelerate)
     if acc is None:
         return TorchModel(module, device=device, accelerate=accelerate)
-    return TorchModel(module, acc.forward, acc.extra.get("attend"), device, accelerate)
+    return TorchModel(module, acc.forward, acc.attend, device, accelerate)

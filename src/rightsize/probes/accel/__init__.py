@@ -29,7 +29,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 # Keys every accelerator understands (the input geometry; ECG tokens are each one's own test)
@@ -69,18 +69,19 @@ class Accelerator:
     ``applies(facts)`` answers for the facts of a run (the probe's config block and its
     architecture dict, :func:`select`); ``precondition`` says the same in words (docs,
     logs). ``trainer(job)`` builds the replica trainer the loop drives (``job`` is a
-    :class:`rightsize.probes.estimator.FitJob`); ``forward(module, batch)`` is the inference
-    forward of a torch module (None: the module's own).
+    :class:`rightsize.probes.estimator.FitJob`); ``forward(module, **batch)`` is the
+    inference forward of a torch module and ``attend(module, **batch)`` the same with the
+    attention weights (None: the module's own).
     """
 
     name: str
     precondition: str
     knows: frozenset[str]
     applies: Callable[[dict[str, Any]], bool]
-    trainer: Callable[[Any], Any] | None = None
+    trainer: Callable[[Any], Any]
     forward: Callable[..., Any] | None = None
+    attend: Callable[..., Any] | None = None
     uses_torch: bool = True
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def load(name: str) -> Accelerator:

@@ -264,10 +264,9 @@ POOLED = Accelerator(
     name="fused_pooled",
     precondition="fused probe with one ECG token per subject (pooled) and one fusion block",
     knows=KNOWS, applies=lambda facts: facts.get("ecg_tokens", 1) == 1,
-    trainer=_lockstep(_hand_step), forward=fast_forward, extra={"attend": fast_attend})
+    trainer=_lockstep(_hand_step), forward=fast_forward, attend=fast_attend)
 TOKENS = Accelerator(
     name="fused_tokens",
     precondition="fused probe with N > 1 ECG tokens per subject and one fusion block",
     knows=KNOWS, applies=lambda facts: facts.get("ecg_tokens", 1) > 1,
-    trainer=_lockstep(coords_loss_backward), forward=fast_forward,
-    extra={"attend": fast_attend})
+    trainer=_lockstep(coords_loss_backward), forward=fast_forward, attend=fast_attend)
