@@ -129,6 +129,7 @@ class Estimator:
                 trainer = textbook_trainer(job)
             reps = train_loop(trainer, len(train), self.cfg.batch_size, self.sub.epochs,
                               self.name, seeds, runlog)
+            del trainer       # its batches and optimizer state, before predicting the splits
             out = []
             for rep in reps:
                 probe = Probe(self.name, rep.model, std)
