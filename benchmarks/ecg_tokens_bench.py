@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -99,6 +100,8 @@ def main() -> int:
     env = {**os.environ, **{v: "1" for v in THREAD_VARS},
            "PYTHONPATH": str(REPO / "src")}
     info = machine_info()
+    info["torch"] = subprocess.run([sys.executable, "-c", "import torch; print(torch.__version__)"],
+                                   capture_output=True, text=True, check=True).stdout.strip()
     rows = []
     for k in args.seeds:
         for n in args.tokens:
