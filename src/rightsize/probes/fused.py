@@ -19,9 +19,10 @@ reconstruction, ``W (B c) = (W B) c``):
    feeds an MLP head (Linear, GELU, Dropout, Linear) to the standardized LVEF.
 
 Every attention has a learned null token that is always attendable, so a row without
-clips or without an ECG still gets finite weights. With N = 1 each clip attends over two
-keys ``[null, ECG]``; the accelerator ``fused_pooled`` (:mod:`rightsize.probes.accel`)
-computes that case faster, and the tests hold it to this forward.
+clips or without an ECG still gets finite weights. The accelerators ``fused_pooled`` (one
+ECG token: each clip attends over two keys ``[null, ECG]``) and ``fused_tokens`` (N tokens)
+compute one block of this forward in PCA coordinates (:mod:`rightsize.probes.accel.fused_coords`);
+the tests hold them to this forward.
 """
 
 from __future__ import annotations

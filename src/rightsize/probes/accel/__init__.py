@@ -5,9 +5,10 @@ loop (:mod:`rightsize.probes.loop`) with autograd. An accelerator computes the s
 function faster for a special case, says when it applies, is chosen automatically, and is
 switched off with ``train.accelerate: false`` (:func:`use`). Two kinds:
 
-* **probe accelerators**, one module each, chosen per probe by :func:`select` (the registry,
-  :mod:`rightsize.probes.registry`, lists which a probe may use): a replica trainer
-  (``trainer``) and, for a torch probe, an inference forward (``forward``);
+* **probe accelerators** (:class:`Accelerator`, listed in :data:`MODULES`), chosen per probe
+  by :func:`select` (the registry, :mod:`rightsize.probes.registry`, lists which a probe may
+  use): a replica trainer (``trainer``) and, for a torch probe, an inference forward
+  (``forward``);
 * **kernel accelerators**, used by the textbook code and the probe accelerators alike:
   oneDNN routing of fp32 products (:mod:`.gemm`), torch's fused AdamW kernel (:mod:`.adamw`)
   and aten's GELU / layer-norm backward kernels (:mod:`.handgrad`). Each calls a private
