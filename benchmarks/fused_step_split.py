@@ -1,11 +1,11 @@
 """Where one training step of the fused probe goes: forward + backward, products, optimizer.
 
 Runs the engine's own fit (:func:`rightsize.probes.train.train_probe`, one seed, 1 thread)
-on a pooled manifest and times, per step, the hand-written forward + backward
-(``CrossAttnFusedProbe.loss_backward``, less the optimizer calls made inside it), the
-optimizer (``FusedAdamW.update`` for the weight matrices the step hands over as it goes,
-``FusedAdamW.step`` for the rest), and inside the former every matrix product that goes
-through :mod:`rightsize.probes.gemm` (by operand shapes, with its GFLOP/s). Timing wrappers
+on a pooled manifest and times, per step, the accelerated forward + backward
+(``fused_step.fused_loss_backward``, less the optimizer calls made inside it), the
+optimizer (``AdamW.update`` for the weight matrices the step hands over as it goes,
+``AdamW.step`` for the rest), and inside the former every matrix product that goes
+through :mod:`rightsize.probes.accel.gemm` (by operand shapes, with its GFLOP/s). Timing wrappers
 add ~1 us per product; a first fit warms up, the second is measured. For scale, the same
 process then times a plain copy of a buffer as large as all parameters (``copy_``: one read
 and one write, best of 20): the memory bandwidth the optimizer's pass (parameters,
@@ -40,11 +40,10 @@ def measure(manifest: str, fusion_dim: int, epochs: int) -> dict[str, Any]:
     """Per-step seconds of forward+backward, optimizer, and products by shape."""
     import torch
 
-    import rightsize.probes.fused as fused
-    import rightsize.probes.fused_step as step_mod
+    import rightsize.probes.accel.fused_step as step_mod
     from probe_profile import _config
     from rightsize.cohort.arrays import load_arrays
-    from rightsize.probes.adamw import FusedAdamW
+    from rightsize.probes.accel.adamw import AdamW
     from rightsize.probes.train import train_probe
 
     torch.set_num_threads(1)
@@ -77,22 +76,22 @@ def measure(manifest: str, fusion_dim: int, epochs: int) -> dict[str, Any]:
             return out
         return wrapper
 
-    orig = (FusedAdamW.step, FusedAdamW.update, fused.CrossAttnFusedProbe.loss_backward,
-            step_mod.mm, step_mod.linear)
+    orig = (AdamW.step, AdamW.update, step_mod.fused_loss_backward, step_mod.mm,
+            step_mod.linear)
     train_probe("fused", arrays, cfg)                                   # warm-up fit
-    FusedAdamW.step = timed(orig[0], "optimizer step")                  # type: ignore
-    FusedAdamW.update = timed(orig[1], "optimizer update")              # type: ignore
-    fused.CrossAttnFusedProbe.loss_backward = timed(orig[2], "forward+backward")
+    AdamW.step = timed(orig[0], "optimizer step")                       # type: ignore
+    AdamW.update = timed(orig[1], "optimizer update")                   # type: ignore
+    step_mod.fused_loss_backward = timed(orig[2], "forward+backward")
     step_mod.mm, step_mod.linear = timed_product(orig[3], "mm"), timed_product(orig[4], "linear")
     try:
         t0 = time.perf_counter()
         fit = train_probe("fused", arrays, cfg)
         fit_s = time.perf_counter() - t0
     finally:
-        (FusedAdamW.step, FusedAdamW.update, fused.CrossAttnFusedProbe.loss_backward,
-         step_mod.mm, step_mod.linear) = orig
+        (AdamW.step, AdamW.update, step_mod.fused_loss_backward, step_mod.mm,
+         step_mod.linear) = orig
     steps = clock["optimizer step calls"]
-    n_params = sum(p.numel() for p in fit.probe.model.parameters())
+    n_params = sum(p.numel() for p in fit.probe.model.module.parameters())
     inside = clock["optimizer update"]           # runs within loss_backward
     return {"fusion_dim": fusion_dim, "epochs": epochs, "steps": int(steps), "fit_s": fit_s,
             "params": n_params, "copy_ms": _copy_ms(n_params),
@@ -143,8 +142,8 @@ def render(res: dict[str, Any], info: dict[str, str], top: int) -> str:
              f"{res['params']:,} parameters.", "",
              "| per step | ms |", "|---|---:|",
              f"| forward + hand-written backward | {res['fwd_bwd_ms']:.2f} |",
-             f"| of which matrix products (rightsize.probes.gemm) | {prod_ms:.2f} |",
-             f"| optimizer (FusedAdamW's fused kernel, one pass over each tensor) | "
+             f"| of which matrix products (rightsize.probes.accel.gemm) | {prod_ms:.2f} |",
+             f"| optimizer (AdamW's fused kernel, one pass over each tensor) | "
              f"{res['optimizer_ms']:.2f} |",
              f"| of which weights handed over during the backward pass | "
              f"{res['update_ms']:.2f} |", "",

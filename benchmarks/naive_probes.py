@@ -1,16 +1,13 @@
 """The naive baseline the probe benchmark compares against: textbook model, tutorial loop.
 
-Same architectures and parameters as the engine (:func:`rightsize.probes.models.build_model`
+Same architectures and parameters as the engine (:func:`rightsize.probes.estimator.build_module`
 with the same seed, input moments, PCA basis, target standardization, learning rate, weight
 decay, epochs and best-validation-epoch selection; the echo probe, which the engine trains
-in numpy, starts from the numpy engine's initial weights), but the forward pass computed the
-textbook way: the probe is wrapped in :class:`rightsize.probes.reference.ReferenceModel`,
-whose forward is :func:`~rightsize.probes.reference.reference_forward` (inputs normalized
-and projected back to full width, full-width linear layers on every token, null tokens
-concatenated to each row's keys, torch's ``multi_head_attention_forward``). The engine's
-forward computes the same function from the same parameters with fewer FLOPs
-(``tests/probes/test_probes_reference.py`` checks outputs and gradients). Trained the way
-a tutorial does it:
+in numpy, starts from the numpy accelerator's initial weights), with the probe's textbook
+forward (the module's own ``forward`` on raw inputs, every batch normalized and projected
+again; no accelerator). The engine's accelerators compute the same function from the same
+parameters with fewer FLOPs (``tests/probes/test_probes_accel_*.py`` check outputs and
+gradients). Trained the way a tutorial does it:
 
 * a per-row ``torch.utils.data.Dataset`` (``__getitem__`` returns one row's raw tensors;
   the fused probe's modality dropout is drawn per row there) and
@@ -106,11 +103,11 @@ def _predict(model: Any, loader: Any) -> np.ndarray:
 
 
 def _numpy_echo_init(probe: Any, moments: Any, cfg: Any) -> None:
-    """The engine's echo probe is numpy (:mod:`rightsize.probes.attentive`): start the torch
-    module from the same initial weights it draws for ``cfg.seed``."""
+    """The engine's echo probe is numpy (:mod:`rightsize.probes.accel.echo_numpy`): start the
+    torch module from the same initial weights it draws for ``cfg.seed``."""
     import torch
 
-    from rightsize.probes.attentive import init_probe
+    from rightsize.probes.accel.echo_numpy import init_probe
 
     init = init_probe(moments, cfg.seed)[0]
     with torch.no_grad():
@@ -122,8 +119,7 @@ def _numpy_echo_init(probe: Any, moments: Any, cfg: Any) -> None:
 def train_torch(name: str, train: Any, val: Any, std: Any, cfg: Any) -> tuple[Any, dict]:
     """Tutorial-style training of torch probe ``name`` computed the textbook way.
 
-    Returns the best-validation :class:`ReferenceModel` (wrapping the engine's probe class,
-    whose parameters it trains) and run info.
+    Returns the best-validation textbook module (the engine's probe class) and run info.
     """
     import copy
 
@@ -131,19 +127,18 @@ def train_torch(name: str, train: Any, val: Any, std: Any, cfg: Any) -> tuple[An
     import torch.nn.functional as F
     from torch.utils.data import DataLoader
 
-    from rightsize.probes.config import arch_of
     from rightsize.probes.data import Moments
-    from rightsize.probes.models import build_model
-    from rightsize.probes.reference import ReferenceModel
+    from rightsize.probes.estimator import Estimator
 
     torch.manual_seed(cfg.seed)
-    arch = arch_of(name, cfg, train.echo.shape[-1], train.ecg.shape[-1])
-    probe = build_model(arch)
-    moments = Moments.fit(train, cfg.pca_rank, ecg=name != "echo", threads=cfg.threads)
+    est = Estimator(name, cfg)
+    arch = est.arch(train)
+    probe = est.build(arch)
+    moments = Moments.fit(train, cfg.pca_rank, ecg=est.entry.uses_ecg, threads=cfg.threads)
     probe.set_moments(moments)
     if name == "echo":
         _numpy_echo_init(probe, moments, cfg)
-    model = ReferenceModel(probe)           # forward = the textbook computation
+    model = probe                           # forward = the textbook computation
     p_drop = cfg.fused.modality_dropout if name == "fused" else 0.0
     train_loader = DataLoader(_row_dataset(train, std.forward(train.lvef), p_drop, cfg.seed),
                               batch_size=BATCH_SIZE, shuffle=True)

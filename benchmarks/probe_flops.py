@@ -3,20 +3,21 @@
 Three counts per probe and fit, every clip slot (padding included) counted:
 
 * **ours, executed**: what the engine runs, counted by torch's ``FlopCounterMode``. A
-  training step is the probe's ``loss_backward`` on an already encoded batch (the
-  hand-written backward passes; the engine encodes
+  training step is the accelerated step on an already encoded batch (the fused probe's
+  hand-written step; autograd of the textbook forward for concat, whose stacked
+  accelerator runs the same products for all replicas at once; the engine encodes
   each split once, outside the loop, so ``encode`` is not counted),
   at the engine's batch size; the per-epoch validation forward is one eval
-  ``forward_encoded`` per ``PREDICT_BATCH`` chunk. The fused probe forms some products
+  inference forward per ``PREDICT_BATCH`` chunk. The fused probe forms some products
   once per batch (projection weights composed with the PCA lift, null-token keys and
   values), so its per-row cost depends on the batch size: every count is taken at the
   batch sizes a fit really uses (full batches and the last, shorter one). The engine
-  trains the echo probe in numpy (:mod:`rightsize.probes.attentive`), which no torch
-  counter sees: its count is taken on the torch twin :class:`EchoAttnProbe` (the same
-  model and products; autograd's step in place of the numpy hand-written one).
-* **baseline, executed**: :class:`rightsize.probes.reference.ReferenceModel` (the same
-  parameters computed the textbook way) on raw inputs, training step and forward at
-  batch 32, as ``naive_probes.py`` runs it.
+  trains the echo probe in numpy (:mod:`rightsize.probes.accel.echo_numpy`), which no torch
+  counter sees: its count is taken on its textbook torch module :class:`EchoAttnProbe`
+  (autograd's step in place of the numpy hand-written one).
+* **baseline, executed**: the probe's textbook module (the same parameters, its textbook
+  forward) on raw inputs, training step and forward at batch 32, as ``naive_probes.py``
+  runs it.
 * **model FLOPs** (the issue's definition, as in MFU): ``6 x params`` per training row,
   i.e. ``6 * P * n_train * epochs`` per fit, whatever the implementation executes.
 
@@ -25,7 +26,7 @@ with its own per-row counts. ``FlopCounterMode`` counts matmul-like ops (mm, add
 attention); LayerNorm, softmax, GELU and the optimizer are elementwise and not counted.
 The same pass records every ``mm``/``addmm`` shape of ours' training step with its FLOPs,
 so the benchmark can time torch on the probe's own matmuls. The counts are taken with
-:mod:`rightsize.probes.gemm`'s oneDNN route off: the same products, through aten ops the
+:mod:`rightsize.probes.accel.gemm`'s oneDNN route off: the same products, through aten ops the
 counter sees.
 
 Only the standard library at module level; torch is imported inside the functions.
@@ -44,12 +45,12 @@ def matmul_gflops(m: int, k: int, n: int, threads: int, min_s: float = 0.25,
     """Best-of-``repeats`` fp32 GFLOP/s of ``(m, k) @ (k, n)`` with ``threads`` torch threads.
 
     ``kernel``: ``"mm"`` = ``torch.mm`` (MKL on CPU), ``"onednn"`` = the engine's
-    :func:`rightsize.probes.gemm.mm` with its oneDNN route on (``torch.mm`` where the route
+    :func:`rightsize.probes.accel.gemm.mm` with its oneDNN route on (``torch.mm`` where the route
     does not apply), ``"best"`` = the faster of the two: the ceiling the engine is held to.
     """
     import torch
 
-    from rightsize.probes import gemm
+    from rightsize.probes.accel import gemm
 
     if kernel == "best":
         return max(matmul_gflops(m, k, n, threads, min_s, repeats, kn)
@@ -107,7 +108,7 @@ def _counted(fn: Any) -> float:
 def _train_step(model: Any, inputs: dict[str, Any], encoded: bool) -> float:
     """FLOPs of one training step (forward + backward of the MSE loss).
 
-    Ours (``encoded``): the probe's ``loss_backward``, as the training loop calls it.
+    Ours (``encoded``): the accelerated step the training loop takes (:func:`_ours_step`).
     """
     import torch
     import torch.nn.functional as F
@@ -115,8 +116,29 @@ def _train_step(model: Any, inputs: dict[str, Any], encoded: bool) -> float:
     model.train()
     y = torch.zeros(inputs["has_ecg"].shape[0])
     if encoded:
-        return _counted(lambda: model.loss_backward(inputs, y))
+        return _counted(lambda: _ours_step(model)(model, inputs, y))
     return _counted(lambda: F.mse_loss(model(**inputs), y).backward())
+
+
+def _ours_step(model: Any) -> Any:
+    """The engine's training step for ``model``: the fused probe's hand-written step, else
+    autograd of the textbook forward (what the concat accelerator runs per replica)."""
+    from rightsize.probes.accel.fused_step import fused_loss_backward
+    from rightsize.probes.fused import CrossAttnFusedProbe
+    from rightsize.probes.torch_replicas import autograd_loss_backward
+
+    return fused_loss_backward if isinstance(model, CrossAttnFusedProbe) \
+        else autograd_loss_backward
+
+
+def _ours_forward(model: Any) -> Any:
+    """The engine's inference forward for ``model`` (an accelerator's, else the textbook)."""
+    from rightsize.probes.accel.fused_coords import fast_forward
+    from rightsize.probes.fused import CrossAttnFusedProbe
+
+    if isinstance(model, CrossAttnFusedProbe):
+        return lambda **b: fast_forward(model, **b)
+    return model.forward_encoded
 
 
 def _forward(model: Any, inputs: dict[str, Any], encoded: bool) -> float:
@@ -124,7 +146,7 @@ def _forward(model: Any, inputs: dict[str, Any], encoded: bool) -> float:
     import torch
 
     model.eval()
-    run = model.forward_encoded if encoded else model
+    run = _ours_forward(model) if encoded else model
     with torch.no_grad():
         return _counted(lambda: run(**inputs))
 
@@ -157,7 +179,7 @@ def step_shapes(probe: Any, inputs: dict[str, Any]) -> list[list[int]]:
     probe.train()
     y = torch.zeros(inputs["has_ecg"].shape[0])
     with Shapes():
-        probe.loss_backward(inputs, y)
+        _ours_step(probe)(probe, inputs, y)
     return sorted(([*k, v] for k, v in shapes.items()), key=lambda r: -r[3])
 
 
@@ -170,14 +192,13 @@ def fit_flops(arch: dict[str, Any], clips: int, n_train: int, n_val: int,
     """
     import torch
 
-    from rightsize.probes import gemm
-    from rightsize.probes.models import build_model, count_params
-    from rightsize.probes.predict import PREDICT_BATCH
-    from rightsize.probes.reference import ReferenceModel
+    from rightsize.probes.accel import gemm
+    from rightsize.probes.estimator import build_module
+    from rightsize.probes.torch_model import PREDICT_BATCH, count_params
 
     torch.manual_seed(0)
-    probe = build_model(arch)
-    ref = ReferenceModel(probe)
+    probe = build_module(arch["probe"], arch)
+    ref = probe                       # the baseline runs the textbook forward on raw inputs
 
     def per_row(n: int, size: int, count: Any) -> float:
         return sum(k * count(_raw(arch, clips, s)) for s, k in batch_sizes(n, size)) / n

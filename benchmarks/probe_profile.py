@@ -6,9 +6,9 @@ attention kernels, the optimizer and the rest (elementwise, layer norm, batch ga
 autograd bookkeeping), plus the top ops by self time. Attention kernels = fused attention,
 softmax and sigmoid ops and their backward (the fused probe forms its attention scores
 and mixes with ``einsum``, i.e. batched matmuls, counted as matmul). The engine's
-optimizer is :class:`rightsize.probes.adamw.FusedAdamW` (torch's fused AdamW kernel, no
+optimizer is :class:`rightsize.probes.accel.adamw.AdamW` (torch's fused AdamW kernel, no
 ``torch.optim``): while profiling, its ``step`` and ``update`` (the weights the fused
-probe's step hands over as it goes) run inside ``FusedAdamW.step`` / ``FusedAdamW.update``
+probe's step hands over as it goes) run inside ``AdamW.step`` / ``AdamW.update``
 profiler labels, and the optimizer share is everything under those labels (at least the
 self time of ``aten::_fused_adamw_`` and ``aten::_foreach_add_``). Seconds per epoch are measured
 without the profiler (best of a run before and one after the profiled run).
@@ -25,10 +25,10 @@ from collections.abc import Iterator
 from typing import Any
 
 MATMUL = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul",
-          "mkldnn::_linear_pointwise"}     # the oneDNN route of rightsize.probes.gemm
+          "mkldnn::_linear_pointwise"}     # the oneDNN route of rightsize.probes.accel.gemm
 ATTENTION = ("scaled_dot_product", "softmax", "sigmoid")     # substrings, backward included
 OPTIMIZER_OPS = {"aten::_fused_adamw_", "aten::_foreach_add_"}
-OPTIMIZER_LABELS = ("FusedAdamW.step", "FusedAdamW.update")
+OPTIMIZER_LABELS = ("AdamW.step", "AdamW.update")
 
 
 def _config(params: str, probe: str, fusion_dim: int, threads: int, epochs: int) -> Any:
@@ -44,13 +44,13 @@ def _config(params: str, probe: str, fusion_dim: int, threads: int, epochs: int)
 
 @contextlib.contextmanager
 def labelled_step() -> Iterator[None]:
-    """Within the block ``FusedAdamW.step`` and ``.update`` run under profiler labels of their
+    """Within the block ``AdamW.step`` and ``.update`` run under profiler labels of their
     names (:data:`OPTIMIZER_LABELS`)."""
     from torch.profiler import record_function
 
-    from rightsize.probes.adamw import FusedAdamW
+    from rightsize.probes.accel.adamw import AdamW
 
-    orig = FusedAdamW.step, FusedAdamW.update
+    orig = AdamW.step, AdamW.update
 
     def step(self: Any) -> None:
         with record_function(OPTIMIZER_LABELS[0]):
@@ -60,11 +60,11 @@ def labelled_step() -> Iterator[None]:
         with record_function(OPTIMIZER_LABELS[1]):
             orig[1](self, param, grad)
 
-    FusedAdamW.step, FusedAdamW.update = step, update  # type: ignore[method-assign]
+    AdamW.step, AdamW.update = step, update  # type: ignore[method-assign]
     try:
         yield
     finally:
-        FusedAdamW.step, FusedAdamW.update = orig  # type: ignore[method-assign]
+        AdamW.step, AdamW.update = orig  # type: ignore[method-assign]
 
 
 def profile_fit(manifest: str, probe: str, fusion_dim: int, threads: int, params: str,

@@ -4,11 +4,12 @@ For every case (each probe at ``max_clips`` 1 and 8 with fusion_dim 256, and the
 probe at fusion_dim 1024) two contenders run, each in its own fresh child process with
 torch, BLAS and OpenMP at ``--threads`` (1) thread(s):
 
-* **ours**: :func:`rightsize.probes.train.train_probe` (with its :class:`RunLog` writing
+* **ours**: :func:`rightsize.probes.train.train_probe` (one replica through the loop and
+  accelerators ``rightsize train`` runs for every replica, with its :class:`RunLog` writing
   the event file and curve, as ``rightsize train`` does) then
   :func:`rightsize.probes.evaluate.evaluate_probe` (vectorized 2,000-resample bootstrap);
 * **baseline**: ``naive_probes.py``: the same architectures and initial parameters,
-  computed the textbook way (:class:`rightsize.probes.reference.ReferenceModel`), trained
+  computed by the probe's textbook forward (no accelerator), trained
   tutorial-style: per-row Dataset + ``DataLoader(batch_size=32, shuffle=True)``,
   ``torch.optim.AdamW``, per-batch ``.item()``, and a Python loop of 2,000 scikit-learn
   ``mean_absolute_error``/``roc_auc_score`` calls.
@@ -65,6 +66,8 @@ def child_ours(manifest: str, probe: str, fusion_dim: int, threads: int,
     cfg = load_block(params, "train", TrainConfig)
     cfg = dataclasses.replace(cfg, threads=threads,
                               fused=dataclasses.replace(cfg.fused, fusion_dim=fusion_dim))
+    # train_probe: one replica (seed train.seed) through the loop and accelerators the
+    # pipeline's train.seeds replicas take; the baseline trains one seed too
     ecfg = load_block(params, "evaluate", EvaluateConfig)
     arrays = load_arrays(manifest)
     load_s = time.perf_counter() - t_start
@@ -111,11 +114,14 @@ def import_heavy() -> None:
     import torch.nn.functional  # noqa: F401
     import torch.utils.data  # noqa: F401
 
-    import rightsize.probes.adamw  # noqa: F401
+    import rightsize.probes.accel.adamw  # noqa: F401
+    import rightsize.probes.accel.concat_stacked  # noqa: F401
+    import rightsize.probes.accel.echo_numpy  # noqa: F401
+    import rightsize.probes.accel.fused_step  # noqa: F401
+    import rightsize.probes.concat  # noqa: F401
+    import rightsize.probes.echo  # noqa: F401
     import rightsize.probes.fused  # noqa: F401
     import rightsize.probes.linear  # noqa: F401
-    import rightsize.probes.models  # noqa: F401
-    import rightsize.probes.reference  # noqa: F401
 
     # Constructing the first torch.optim optimizer imports torch._dynamo (~1 s, hundreds of
     # modules); the baseline's AdamW would otherwise pay that import inside its timer.
@@ -127,17 +133,24 @@ def child_matmul(spec: str) -> dict[str, Any]:
     """FLOPs per case (ours, baseline, model) and fp32 matmul GFLOP/s (see probe_flops)."""
     import dataclasses
 
+    import numpy as np
+
     from probe_flops import fit_flops, matmul_gflops, mix_gflops
     from rightsize.params import load_block
-    from rightsize.probes.config import TrainConfig, arch_of
+    from rightsize.probes.config import TrainConfig
+    from rightsize.probes.data import SplitData
+    from rightsize.probes.estimator import Estimator
 
     req = json.loads(spec)
     cases, shapes = {}, {tuple(s) for s in req.get("shapes", [])}
     if req.get("cases"):
         cfg = load_block(req["params"], "train", TrainConfig)
+        geometry = SplitData(np.zeros((1, 1, req["echo_dim"])), np.ones((1, 1), bool),
+                             np.zeros((1, req["ecg_dim"])), np.ones(1, bool), np.zeros(1),
+                             np.zeros(1, bool))
         for clips, probe, fd in req["cases"]:
             c = dataclasses.replace(cfg, fused=dataclasses.replace(cfg.fused, fusion_dim=fd))
-            arch = arch_of(probe, c, req["echo_dim"], req["ecg_dim"])
+            arch = Estimator(probe, c).arch(geometry)
             ff = fit_flops(arch, clips, req["n_train"], req["n_val"], cfg.batch_size)
             step_total = sum(r[3] for r in ff["shapes"])
             cases[f"{clips}/{probe}/{fd}"] = {

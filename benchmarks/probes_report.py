@@ -144,15 +144,14 @@ def _preamble(args: argparse.Namespace, cfg: Any, info: dict[str, str], first: d
         "import the same modules and build a throwaway `torch.optim.AdamW` first, so torch's "
         "lazy ~1 s `torch._dynamo` import is outside both timers). Ours: batch "
         f"{cfg.batch_size}, `train_probe` + `RunLog` + `evaluate_probe`. Baseline "
-        "(`naive_probes.py`): the **same architectures and initial parameters, computed the "
-        "textbook way** (`ReferenceModel`: inputs projected back to full width, full-width "
-        "linear layers, null tokens concatenated to each row's keys, torch's "
-        "`multi_head_attention_forward`), trained tutorial-style: per-row Dataset + "
+        "(`naive_probes.py`): the **same architectures and initial parameters, computed by "
+        "each probe's textbook forward** (the module's own `forward` on raw inputs, no "
+        "accelerator), trained tutorial-style: per-row Dataset + "
         "DataLoader(batch_size=32, shuffle=True), default `torch.optim.AdamW`, per-batch "
         "`.item()`, deepcopy of the best state, sklearn bootstrap loop; **full epochs, "
         "nothing extrapolated**. \"all four\" = sum of the four per-probe cases.", "",
         "The engine computes the same function from the same parameters "
-        "(`tests/probes/test_probes_reference.py` checks outputs and gradients against the "
+        "(`tests/probes/test_probes_accel_*.py` check outputs and gradients against the "
         "textbook forward) with fewer FLOPs: inputs encoded once per split to rank-"
         f"{cfg.pca_rank} PCA coordinates, projections applied in those coordinates through "
         "per-batch composite products, null-token keys and values once per batch. So a fit's "
@@ -257,10 +256,10 @@ def _profiles(profiles: dict[Key, dict]) -> list[str]:
              "share of profiled CPU time by category (attention kernels = softmax, sigmoid and "
              "fused-attention ops with their backward; the fused probe's score and mix "
              "`einsum`s are batched matmuls, counted as matmul; optimizer = everything under "
-             "`FusedAdamW.step`: `_foreach_add_` of the step counters and `_fused_adamw_`; "
+             "`AdamW.step`: `_foreach_add_` of the step counters and `_fused_adamw_`; "
              "other = elementwise, layer norm, batch gathers, autograd bookkeeping). s/epoch "
              "as built: without the profiler, best of a run before and one after it.", "",
-             "| case | matmul | attention kernels | optimizer (FusedAdamW) | other "
+             "| case | matmul | attention kernels | optimizer (AdamW) | other "
              "| s/epoch as built | top ops by self time |",
              "|---|---:|---:|---:|---:|---:|---|"]
     for key, p in profiles.items():
@@ -299,7 +298,7 @@ def _details(results: dict, flops: dict, mms: tuple[dict, dict]) -> list[str]:
                 f"{r['load_avg_1min']:.2f} | "
                 f"{' / '.join(f'{x:.1f}' for x in r.get('runs_s', []))} |")
     lines += ["", "fp32 matmul GFLOP/s, start / end of the run: `torch.mm` (MKL) and oneDNN's "
-              "fp32 linear (`rightsize.probes.gemm.mm`, the kernel the engine's hand-written "
+              "fp32 linear (`rightsize.probes.accel.gemm.mm`, the kernel the engine's hand-written "
               "steps call); the ceiling used above is the faster of the two:", "",
               "| m x k x n | torch.mm, 1 thread | oneDNN, 1 thread | torch.mm, 2 threads "
               "| oneDNN, 2 threads |", "|---|---:|---:|---:|---:|"]
@@ -313,7 +312,7 @@ def _details(results: dict, flops: dict, mms: tuple[dict, dict]) -> list[str]:
               "encoded batch + backward (encoding happens once per split, outside the loop), "
               "forward = eval `forward_encoded` per validation chunk (<= 512 rows), at the batch "
               "sizes the fit uses (per-batch composite products make the per-row cost depend on "
-              "them). Baseline executed: `ReferenceModel` on raw inputs, batch 32. Model = 6·P "
+              "them). Baseline executed: the textbook module on raw inputs, batch 32. Model = 6·P "
               "per training row. Dominant matmul = the `mm`/`addmm` shape with the most FLOPs "
               "in ours' full-batch training step; matmul-mix ceiling = that step's `mm`/`addmm` "
               "FLOPs / the sum of every such shape timed alone (what the fit would reach if "

@@ -2,7 +2,7 @@
 
 The fused probe's step multiplies each 1024 x 1024 weight by a thin token basis (34 rows):
 ``X @ W^T`` in the forward pass, ``dY @ W`` in the backward pass (oneDNN's fp32 linear, as
-:mod:`rightsize.probes.gemm` calls it). This times both, 1 thread, best of 7:
+:mod:`rightsize.probes.accel.gemm` calls it). This times both, 1 thread, best of 7:
 
 * **cold**: twelve different weights in turn (48 MB, more than the L3), as a step meets them;
 * **hot**: the same weight twelve times;

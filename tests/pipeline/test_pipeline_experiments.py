@@ -18,7 +18,7 @@ from pipeline_helpers import (
     tracked_outs,
 )
 
-from rightsize.probes.checkpoint import weights_name
+from rightsize.probes.checkpoint import read_sidecar
 
 pytestmark = pytest.mark.slow
 
@@ -57,7 +57,7 @@ def test_exp_run_with_new_seed_retrains_every_probe(seed7, built_project, pipeli
     for probe in PROBES:
         assert lock[f"train@{probe}"]["params"]["params.yaml"]["train.seed"] == 7
     for probe in ("echo", "concat", "fused"):  # seeded probes: new init, new weights
-        weights = f"models/{probe}/{weights_name(probe)}"
+        weights = f"models/{probe}/{read_sidecar(clone_a / 'models' / probe)['weights']}"
         new, old = file_digests(clone_a, [weights]), file_digests(built_project, [weights])
         assert new and old and new != old, weights
     groups = _exp_groups(clone_a, pipeline_env)

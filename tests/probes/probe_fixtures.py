@@ -9,12 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from rightsize.cohort.arrays import CohortArrays
 from rightsize.probes.config import ConcatConfig, EchoConfig, FusedConfig, TrainConfig
-from rightsize.probes.fused import CrossAttnFusedProbe
-from rightsize.probes.models import ConcatMLPProbe, EchoAttnProbe
 
 # params blocks of the CLI tests' params.yaml
 TRAIN = {
@@ -90,23 +87,32 @@ def small_train_config(seed: int = 0, **fused: object) -> TrainConfig:
                        fused=FusedConfig(**fcfg))
 
 
-# float64 models and inputs for the forward/gradient tests
+# Textbook-vs-accelerator tests: float64 inputs and models with random moments, orthonormal
+# PCA bases and parameters moved off their symmetric initial values.
 DE, DG = 40, 30
 
 
-def model_inputs(clips, rows=7, seed=0):
-    """``rows`` rows (a multiple of 7): no clips, some clips, all clips; ECG absent in some."""
+def probe_inputs(clips: int, rows: int = 7, seed: int = 0, tokens: int = 0):
+    """``rows`` rows (a multiple of 7): no clips, some clips, all clips; ECG absent in some.
+
+    ``tokens`` > 0 gives a token-level ECG (rows, tokens, DG); 0 a pooled one (rows, DG).
+    """
+    import torch
+
     g = torch.Generator().manual_seed(seed)
     n = torch.tensor([0, 1, 2, 3, 5, 4, 5]).clamp(max=clips).repeat(rows // 7)
     mask = torch.arange(clips)[None, :] < n[:, None]
     echo = torch.randn(rows, clips, DE, generator=g, dtype=torch.float64)
-    ecg = torch.randn(rows, DG, generator=g, dtype=torch.float64)
+    shape = (rows, tokens, DG) if tokens else (rows, DG)
+    ecg = torch.randn(*shape, generator=g, dtype=torch.float64)
     has_ecg = torch.tensor([True, True, False, True, True, False, True]).repeat(rows // 7)
     return echo, mask, ecg, has_ecg
 
 
-def random_model(make, rank, seed=0):
-    """A float64 model off its initial values, with random moments and an orthonormal basis."""
+def randomized(make, rank: int, seed: int = 0):
+    """``make(rank)`` in float64 with random moments and bases, parameters moved."""
+    import torch
+
     torch.manual_seed(seed)
     model = make(rank).double()
     for norm in (model.norm_echo, getattr(model, "norm_ecg", None)):
@@ -124,15 +130,28 @@ def random_model(make, rank, seed=0):
     return model
 
 
-MAKERS = {                # probe -> model factory of its PCA rank, dropout off
-    "echo": lambda r: EchoAttnProbe(DE, DG, pca_rank=r),
-    "concat": lambda r: ConcatMLPProbe(DE, DG, hidden=16, dropout=0.0, pca_rank=r),
-    "fused": lambda r: CrossAttnFusedProbe(DE, DG, fusion_dim=16, heads=4, hidden=16,
-                                           dropout=0.0, pca_rank=r),
-}
+def makers(dropout: float = 0.0) -> dict:
+    """Builders ``rank -> module`` of the three torch probes at the test dims."""
+    from rightsize.probes.concat import ConcatMLPProbe
+    from rightsize.probes.echo import EchoAttnProbe
+    from rightsize.probes.fused import CrossAttnFusedProbe
 
-DROPOUT_MAKERS = {        # the hand-written-step probes with head dropout on
-    "concat": lambda r: ConcatMLPProbe(DE, DG, hidden=16, dropout=0.3, pca_rank=r),
-    "fused": lambda r: CrossAttnFusedProbe(DE, DG, fusion_dim=16, heads=4, hidden=16,
-                                           dropout=0.3, pca_rank=r),
-}
+    return {
+        "echo": lambda r: EchoAttnProbe(DE, DG, pca_rank=r),
+        "concat": lambda r: ConcatMLPProbe(DE, DG, hidden=16, dropout=dropout, pca_rank=r),
+        "fused": lambda r: CrossAttnFusedProbe(DE, DG, fusion_dim=16, heads=4, hidden=16,
+                                               dropout=dropout, pca_rank=r),
+    }
+
+
+def with_ecg_tokens(arrays: CohortArrays, tokens: int, seed: int = 1,
+                    spread: float = 0.5) -> CohortArrays:
+    """``arrays`` with ``tokens`` ECG tokens per subject (n, N, ecg_dim): the pooled vector
+    plus per-token noise, zero where the ECG is absent (the contract of a token manifest)."""
+    import dataclasses
+
+    rng = np.random.default_rng(seed)
+    n, dim = arrays.ecg.shape
+    ecg = arrays.ecg[:, None, :] + spread * rng.standard_normal((n, tokens, dim))
+    ecg *= arrays.has_ecg[:, None, None]
+    return dataclasses.replace(arrays, ecg=ecg.astype(np.float32))

@@ -19,7 +19,6 @@ from rightsize.probes.checkpoint import (
 )
 from rightsize.probes.data import split_data
 from rightsize.probes.evaluate import score_split
-from rightsize.probes.predict import Probe
 
 
 @pytest.mark.parametrize("name", ["ecg", "echo", "concat", "fused"])
@@ -90,10 +89,24 @@ def test_load_errors_name_the_file(fits, tmp_path):
         load_checkpoint(tmp_path, "concat")
 
 
-@pytest.mark.parametrize("name, holder", [("echo", "concat"), ("concat", "ecg")])
-def test_a_probe_name_must_match_its_kind_of_model(fits, name, holder):
-    # checkpoints pick weights.npz or weights.pt by name: a numpy model under a torch
-    # probe's name (or the reverse) would be saved in the wrong format
-    fit = fits[holder][0]
-    with pytest.raises(TypeError, match=name):
-        Probe(name, fit.probe.model, fit.probe.std)
+@pytest.mark.parametrize("accelerate", [True, False])
+def test_the_weights_file_follows_the_model_the_trainer_made(cohort, tmp_path, accelerate):
+    """The echo probe's accelerator trains numpy arrays (weights.npz), its textbook trainer a
+    torch module (weights.pt): each checkpoint names its file and reloads to the same
+    predictions, whatever the other kind left in the folder."""
+    import dataclasses
+
+    from rightsize.probes.train import train_probe
+
+    from .probe_fixtures import small_train_config
+
+    cfg = dataclasses.replace(small_train_config(epochs=3), accelerate=accelerate)
+    fit = train_probe("echo", cohort, dataclasses.replace(cfg, echo=dataclasses.replace(
+        cfg.echo, epochs=3)))
+    side = save_checkpoint(tmp_path, fit.probe, fit.arch, {})
+    assert side["weights"] == ("weights.npz" if accelerate else "weights.pt")
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["checkpoint.json",
+                                                                 side["weights"]])
+    probe, _ = load_checkpoint(tmp_path, "echo", accelerate=accelerate)
+    val = split_data(cohort, "val")
+    np.testing.assert_array_equal(probe.predict(val)[0], fit.probe.predict(val)[0])

@@ -185,6 +185,10 @@ def _bad_params(work, tmp_path, **train):
     ({"seeds": 2.5}, "train.seeds"),
     ({"seeds": "five"}, "train.seeds"),
     ({"seeds": True}, "train.seeds"),
+    ({"accelerate": "yes"}, "train.accelerate"),
+    ({"fused": {**TRAIN["fused"], "layers": 0}}, "train.fused.layers"),
+    ({"fused": {**TRAIN["fused"], "layers": 1.5}}, "train.fused.layers"),
+    ({"accelerate": 1}, "train.accelerate"),
 ])
 def test_bad_params_exit_2_naming_the_key(work, tmp_path, capsys, change, key):
     params = _bad_params(work, tmp_path, **change)

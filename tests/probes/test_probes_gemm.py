@@ -1,6 +1,6 @@
 """The oneDNN route for fp32 products: same numbers as torch.mm, and taken only where safe.
 
-The float64 gradient tests (test_probes_handgrad.py) never reach oneDNN (it is float32
+The float64 gradient tests (test_probes_accel_fused.py) never reach oneDNN (it is float32
 only), so the fp32 hand-written fused step is held here to the same step with the route
 turned off, at a size where the route is taken.
 """
@@ -11,9 +11,10 @@ import pytest
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from rightsize.probes import gemm
+from rightsize.probes import accel
+from rightsize.probes.accel import gemm
+from rightsize.probes.accel.fused_step import fused_loss_backward, manual_step_applies
 from rightsize.probes.fused import CrossAttnFusedProbe
-from rightsize.probes.fused_step import manual_step_applies
 
 needs_onednn = pytest.mark.skipif(not gemm.onednn_enabled(),
                                   reason="this torch build has no oneDNN fp32 linear")
@@ -75,7 +76,8 @@ def test_mm_into_a_strided_view_and_linear_with_bias(route):
     torch.testing.assert_close(gemm.linear(x, w), _ref(x, w.t()), rtol=1e-5, atol=1e-4)
 
 
-@pytest.mark.parametrize("case", ["float64", "strided weight", "small", "autograd", "off"])
+@pytest.mark.parametrize("case", ["float64", "strided weight", "small", "autograd", "off",
+                                  "accelerate off"])
 def test_mm_falls_back_to_torch_where_the_route_does_not_apply(route, case):
     g = torch.Generator().manual_seed(2)
     a, b = torch.randn(34, 256, generator=g), torch.randn(256, 256, generator=g)
@@ -87,9 +89,10 @@ def test_mm_falls_back_to_torch_where_the_route_does_not_apply(route, case):
         a, b = a[:8, :32], b[:32, :64]
     elif case == "autograd":
         b.requires_grad_(True)
-    else:
+    elif case == "off":
         gemm.set_onednn(False)
-    ops = _ops(lambda: gemm.mm(a, b))
+    with accel.use(case != "accelerate off"):
+        ops = _ops(lambda: gemm.mm(a, b))
     assert "mkldnn::_linear_pointwise" not in ops and "aten::mm" in ops
     out = gemm.mm(a, b)
     torch.testing.assert_close(out, (a.double() @ b.double()).to(out.dtype),
@@ -120,9 +123,9 @@ def test_fused_fp32_step_with_onednn_matches_the_step_without(route, fusion_dim)
     results = []
     for on in (True, False):
         gemm.set_onednn(on)
-        ops = _ops(lambda: model.loss_backward(enc, y))
+        ops = _ops(lambda: fused_loss_backward(model, enc, y))
         assert ("mkldnn::_linear_pointwise" in ops) == on
-        loss = model.loss_backward(enc, y)
+        loss = fused_loss_backward(model, enc, y)
         results.append((loss, {n: p.grad.clone() for n, p in model.named_parameters()}))
     (loss_on, g_on), (loss_off, g_off) = results
     torch.testing.assert_close(loss_on, loss_off, rtol=1e-5, atol=0)

@@ -1,12 +1,16 @@
-"""The torch probes: parameter counts, masking, null tokens, permutation invariance."""
+"""The torch probes' textbook modules: parameter counts, masking, null tokens, permutation
+invariance, ECG tokens."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
+from rightsize.probes.concat import ConcatMLPProbe
+from rightsize.probes.echo import EchoAttnProbe
+from rightsize.probes.estimator import build_module
 from rightsize.probes.fused import CrossAttnFusedProbe
-from rightsize.probes.models import ConcatMLPProbe, EchoAttnProbe, build_model, count_params
+from rightsize.probes.torch_model import count_params
 
 
 def _batch(b=6, c=5, de=16, dg=12, seed=0):
@@ -79,7 +83,7 @@ def test_fused_uses_both_modalities_and_reports_attention():
     torch.manual_seed(0)
     model = CrossAttnFusedProbe(16, 12, fusion_dim=8, heads=2, hidden=8).eval()
     echo, mask, ecg, has_ecg = _batch()
-    out, w_e, w_g = model.fuse(echo, mask, ecg, has_ecg, need_weights=True)
+    out, w_e, w_g = model.attend(**model.encode(echo, mask, ecg, has_ecg))
     assert w_e.shape == (6, 2, 5, 2) and w_g.shape == (6, 2, 1, 6)
     torch.testing.assert_close(w_e.sum(-1), torch.ones_like(w_e.sum(-1)))
     # masked keys get zero weight; with no clips / no ECG all weight is on the null token
@@ -92,11 +96,13 @@ def test_fused_uses_both_modalities_and_reports_attention():
     assert not torch.allclose(no_echo[mask.any(1)], out[mask.any(1)])
 
 
-def test_build_model_from_arch_dict():
+def test_build_module_from_arch_dict():
     arch = {"probe": "fused", "echo_dim": 16, "ecg_dim": 12, "fusion_dim": 8, "heads": 2,
-            "hidden": 8, "dropout": 0.0}
-    model = build_model(arch)
+            "hidden": 8, "dropout": 0.0, "ecg_tokens": 4, "ecg_pooling": "attention"}
+    model = build_module("fused", arch)
     assert isinstance(model, CrossAttnFusedProbe)
     assert model.echo_proj.out_features == 8
-    assert isinstance(build_model({"probe": "echo", "echo_dim": 16, "ecg_dim": 12}),
+    assert isinstance(build_module("echo", {"probe": "echo", "echo_dim": 16, "ecg_dim": 12}),
                       EchoAttnProbe)
+    with pytest.raises(TypeError):
+        build_module("concat", {**arch, "probe": "concat"})       # fusion_dim: not concat's

@@ -7,15 +7,9 @@ import json
 
 import numpy as np
 import pytest
-import torch
 import yaml
 
 from rightsize.cli import main
-from rightsize.probes.config import arch_of
-from rightsize.probes.data import Moments, split_data
-from rightsize.probes.models import build_model
-from rightsize.probes.predict import encode_split
-from rightsize.probes.replica_forward import FORWARD, join_params, split_params
 from rightsize.probes.seeds import seed_list, spread, train_seeds
 
 from .probe_fixtures import EVALUATE, TRAIN, small_manifest, small_train_config
@@ -29,44 +23,15 @@ def work(tmp_path_factory):
     return root
 
 
-@pytest.mark.parametrize("name", ["concat"])
-def test_replica_forward_and_gradients_match_each_replicas_own_model(cohort, name):
-    """float64: replica k of the stacked forward is model k's forward_encoded, gradients too."""
-    cfg = dataclasses.replace(small_train_config(), pca_rank=8)
-    train = split_data(cohort, "train")
-    arch = arch_of(name, cfg, train.echo.shape[-1], train.ecg.shape[-1])
-    moments = Moments.fit(train, 8)
-    models = []
-    for s in range(3):
-        torch.manual_seed(s)
-        m = build_model(arch)
-        m.set_moments(moments)
-        models.append(m.double().eval())
-    enc = {k: v.double() if v.is_floating_point() else v
-           for k, v in encode_split(models[0], train).items()}
-    whole = {n: torch.stack([dict(m.named_parameters())[n].detach() for m in models])
-             for n, _ in models[0].named_parameters()}
-    stacked = {k: v.contiguous().requires_grad_()
-               for k, v in split_params(name, models[0], whole).items()}
-    rows = [torch.arange(0, 40), torch.arange(40, 80), torch.arange(100, 140)]
-    batch = {k: torch.stack([v[r] for r in rows]) for k, v in enc.items()}
-    out = FORWARD[name](models[0], stacked, **batch)
-    (out ** 2).sum().backward()
-    grads = join_params(name, {k: v.grad for k, v in stacked.items()})
-    for i, m in enumerate(models):
-        own = m.forward_encoded(**{k: v[rows[i]] for k, v in enc.items()})
-        (own ** 2).sum().backward()
-        torch.testing.assert_close(out[i], own, rtol=1e-12, atol=1e-12)
-        for n, p in m.named_parameters():
-            torch.testing.assert_close(grads[n][i], p.grad, rtol=1e-10, atol=1e-12)
-
-
-def test_fused_replicas_repeat_single_runs_bit_for_bit(cohort):
-    """Lockstep engine: replica k is the single run with seed k, to the last bit."""
+@pytest.mark.parametrize("accelerate", [True, False])
+def test_fused_replicas_repeat_single_runs_bit_for_bit(cohort, accelerate):
+    """Lockstep (the accelerator's and the textbook's): replica k is the single run with
+    seed k, to the last bit."""
     from rightsize.probes.train import train_probe
 
-    cfg = small_train_config(epochs=6)
+    cfg = dataclasses.replace(small_train_config(epochs=6), accelerate=accelerate)
     reps = train_seeds("fused", cohort, dataclasses.replace(cfg, seed=0, seeds=3))
+    assert reps[0].extra["accelerator"] == ("fused_pooled" if accelerate else "none")
     for k in (1, 2):
         single = train_probe("fused", cohort, dataclasses.replace(cfg, seed=k))
         assert reps[k].val_loss == single.val_loss and reps[k].train_loss == single.train_loss
@@ -87,10 +52,13 @@ def test_stacked_replicas_are_independent_of_their_companions(cohort, name):
     assert [f.val_loss for f in again] == [f.val_loss for f in group]   # bit-reproducible
 
 
-def test_stacked_replica_training_learns_like_the_single_model_engine(cohort):
+def test_stacked_replica_training_learns_like_the_textbook_trainer(cohort):
     cfg = small_train_config(epochs=12)
-    single = train_seeds("concat", cohort, dataclasses.replace(cfg, seeds=1))[0]
+    single = train_seeds("concat", cohort, dataclasses.replace(cfg, seeds=1,
+                                                               accelerate=False))[0]
     reps = train_seeds("concat", cohort, dataclasses.replace(cfg, seeds=4))
+    assert single.extra["accelerator"] == "none"
+    assert reps[0].extra["accelerator"] == "concat_stacked"
     maes = [f.val_mae for f in reps]
     assert len(reps) == 4 and len(set(maes)) == 4
     assert abs(np.mean(maes) - single.val_mae) < 0.15 * single.val_mae

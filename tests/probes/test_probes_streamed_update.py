@@ -1,10 +1,10 @@
 """The fused probe's step hands each weight matrix's gradient to the optimizer when final.
 
-``loss_backward(batch, y, update)`` calls ``update(param, grad)`` once per weight matrix,
-at the point where the rest of the pass no longer reads that weight, and leaves the other
-gradients in ``.grad`` (:mod:`rightsize.probes.fused_step`); the training loop passes
-``FusedAdamW.update`` and then calls ``step()`` for the rest. Held here: each weight is
-handed over exactly once with the gradient ``.grad`` would hold, and the rest are in
+``fused_loss_backward(model, batch, y, update)`` calls ``update(param, grad)`` once per
+weight matrix, at the point where the rest of the pass no longer reads that weight, and
+leaves the other gradients in ``.grad`` (:mod:`rightsize.probes.accel.fused_step`); the
+training loop passes ``AdamW.update`` and then calls ``step()`` for the rest. Held here:
+each weight is handed over exactly once with the gradient ``.grad`` would hold, and the rest are in
 ``.grad``; a weight poisoned the moment it is handed over leaves the rest of the pass
 (loss and every later gradient) untouched; and float32 training with streamed updates
 equals gradients-then-``step()`` bit for bit.
@@ -15,22 +15,25 @@ from __future__ import annotations
 import pytest
 import torch
 
-from rightsize.probes.adamw import FusedAdamW
+from rightsize.probes.accel.adamw import AdamW
+from rightsize.probes.accel.fused_step import (
+    HANDED_OVER,
+    fused_loss_backward,
+    manual_step_applies,
+)
 from rightsize.probes.fused import CrossAttnFusedProbe
-from rightsize.probes.fused_step import HANDED_OVER, manual_step_applies
 
-from .probe_fixtures import DROPOUT_MAKERS as MAKERS
-from .probe_fixtures import model_inputs, random_model
+from .probe_fixtures import makers, probe_inputs, randomized
 
 
 @pytest.mark.parametrize("clips", [1, 5])
 def test_each_gradient_is_handed_over_once_and_its_parameter_is_not_read_after(clips):
-    model = random_model(MAKERS["fused"], 8)
-    x, y = model_inputs(clips, 42), torch.linspace(-2, 2, 42, dtype=torch.float64)
+    model = randomized(makers(dropout=0.3)["fused"], 8)
+    x, y = probe_inputs(clips, 42), torch.linspace(-2, 2, 42, dtype=torch.float64)
     enc = model.encode(*x)
     assert manual_step_applies(model, 42)
     torch.manual_seed(5)
-    loss = model.loss_backward(enc, y)
+    loss = fused_loss_backward(model, enc, y)
     expected = {n: p.grad.clone() for n, p in model.named_parameters()}
     originals = {n: p.detach().clone() for n, p in model.named_parameters()}
     names = {id(p): n for n, p in model.named_parameters()}
@@ -46,7 +49,7 @@ def test_each_gradient_is_handed_over_once_and_its_parameter_is_not_read_after(c
     for p in model.parameters():
         p.grad = None
     torch.manual_seed(5)
-    streamed_loss = model.loss_backward(enc, y, poison)
+    streamed_loss = fused_loss_backward(model, enc, y, poison)
     assert streamed_loss == loss
     assert sorted(handed) == sorted(HANDED_OVER)
     assert len(HANDED_OVER) == 11                # 6 q/k/v, 2 out, 2 input projections, head
@@ -60,14 +63,14 @@ def test_each_gradient_is_handed_over_once_and_its_parameter_is_not_read_after(c
 
 
 def test_below_the_hand_written_step_nothing_is_handed_over():
-    model = random_model(MAKERS["fused"], 8)
-    x, y = model_inputs(5, 7), torch.zeros(7, dtype=torch.float64)
+    model = randomized(makers(dropout=0.3)["fused"], 8)
+    x, y = probe_inputs(5, 7), torch.zeros(7, dtype=torch.float64)
     assert not manual_step_applies(model, 7)                   # autograd fallback
 
     def refuse(param, grad):
         raise AssertionError("the autograd step leaves its gradients in .grad")
 
-    model.loss_backward(model.encode(*x), y, refuse)
+    fused_loss_backward(model, model.encode(*x), y, refuse)
     assert all(p.grad is not None for p in model.parameters())
 
 
@@ -93,13 +96,13 @@ def test_streamed_updates_train_bit_for_bit_as_gradients_then_step():
         model = _fp32_fused(0)
         model.train()
         enc = model.encode(*x)
-        opt = FusedAdamW(model.parameters(), lr=3e-3, weight_decay=0.1)
+        opt = AdamW(model.parameters(), lr=3e-3, weight_decay=0.1)
         torch.manual_seed(11)                  # head dropout's draws
         losses = []
         for rows_now in (rows, rows, 9, rows):   # 9 rows: the autograd fallback mid-run
             part = {k: t[:rows_now] for k, t in enc.items()}
             update = opt.update if streamed else None
-            losses.append(model.loss_backward(part, y[:rows_now], update))
+            losses.append(fused_loss_backward(model, part, y[:rows_now], update))
             opt.step()
         runs.append((torch.stack(losses), [p.detach().clone() for p in model.parameters()]))
     (loss_a, params_a), (loss_b, params_b) = runs
@@ -110,7 +113,7 @@ def test_streamed_updates_train_bit_for_bit_as_gradients_then_step():
 
 def test_a_parameter_updated_twice_in_one_step_is_an_error():
     p = torch.nn.Parameter(torch.ones(3))
-    opt = FusedAdamW([p], lr=1e-2, weight_decay=0.0)
+    opt = AdamW([p], lr=1e-2, weight_decay=0.0)
     opt.update(p, torch.ones(3))
     with pytest.raises(RuntimeError, match="twice"):
         opt.update(p, torch.ones(3))

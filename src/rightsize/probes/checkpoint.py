@@ -2,12 +2,14 @@
 
 A model directory holds the weights and a JSON sidecar:
 
-* torch probes (concat, fused): ``weights.pt``, the ``state_dict`` (CPU tensors) saved with
-  ``torch.save`` and read back with ``torch.load(weights_only=True)``;
-* the numpy probes (ecg, echo): ``weights.npz``, plain arrays read with ``allow_pickle=False``;
+* a torch model: ``weights.pt``, the ``state_dict`` (CPU tensors) saved with ``torch.save``
+  and read back with ``torch.load(weights_only=True)``;
+* a numpy model (the ECG probe; the echo probe as its accelerator trains it):
+  ``weights.npz``, plain arrays read with ``allow_pickle=False``;
 * ``checkpoint.json``: probe name, architecture, training config, parameter count,
-  standardization constants, best epoch, validation MAE, train wall clock, peak RSS and
-  the hardware stamp. The model is rebuilt from the architecture, then the weights load.
+  standardization constants, which weights file, best epoch, validation MAE, train wall
+  clock, peak RSS and the hardware stamp. The model is rebuilt from the architecture (its
+  inference forward chosen as :mod:`rightsize.probes.accel` decides), then the weights load.
 
 Every file is written atomically; the sidecar goes last, so a directory whose sidecar
 exists holds a complete checkpoint.
@@ -17,28 +19,21 @@ from __future__ import annotations
 
 import json
 import os
-import pickle
 from pathlib import Path
 from typing import Any
 
-from rightsize.atomic import atomic_path, write_json
+from rightsize.atomic import write_json
 from rightsize.errors import DataError, InputError
-from rightsize.probes.attentive import AttentiveEchoProbe
 from rightsize.probes.data import Standardizer
 from rightsize.probes.integrity import check_weights_fit
-from rightsize.probes.linear import LinearEcgProbe
-from rightsize.probes.names import NUMPY_PROBES
 from rightsize.probes.npzfile import WEIGHTS as NPZ_WEIGHTS
 from rightsize.probes.predict import Probe
+from rightsize.probes.registry import entry, resolve
 
 FORMAT = 1
 SIDECAR = "checkpoint.json"
 PT_WEIGHTS = "weights.pt"
-
-
-def weights_name(probe: str) -> str:
-    """File name of ``probe``'s weights inside its model directory."""
-    return NPZ_WEIGHTS if probe in NUMPY_PROBES else PT_WEIGHTS
+WEIGHTS_FILES = (PT_WEIGHTS, NPZ_WEIGHTS)
 
 
 def save_checkpoint(out_dir: str | os.PathLike[str], probe: Probe, arch: dict[str, Any],
@@ -51,25 +46,18 @@ def save_checkpoint(out_dir: str | os.PathLike[str], probe: Probe, arch: dict[st
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    stale = out / (PT_WEIGHTS if weights_name(probe.name) == NPZ_WEIGHTS else NPZ_WEIGHTS)
-    if stale.exists():
-        stale.unlink()
-    if probe.is_torch:
-        import torch
-
-        state = {k: v.detach().to("cpu") for k, v in probe.model.state_dict().items()}
-        with atomic_path(out / PT_WEIGHTS) as tmp:
-            torch.save(state, tmp)
-    else:
-        probe.model.save(out)
+    weights = probe.model.save(out).name
+    for stale in WEIGHTS_FILES:
+        if stale != weights and (out / stale).exists():
+            (out / stale).unlink()
     sidecar = {
         "format": FORMAT,
         "probe": probe.name,
         "arch": arch,
         "params": probe.n_params,
         "standardization": {"mean": probe.std.mean, "sd": probe.std.sd},
-        "ef_score": "logit" if probe.name == "ecg" else "neg_lvef",
-        "weights": weights_name(probe.name),
+        "ef_score": entry(probe.name).ef_score,
+        "weights": weights,
         **info,
     }
     write_json(out / SIDECAR, sidecar)
@@ -98,8 +86,11 @@ def read_sidecar(model_dir: str | os.PathLike[str], probe: str | None = None) ->
 
 
 def load_checkpoint(model_dir: str | os.PathLike[str], probe: str | None = None,
-                    device: str = "cpu") -> tuple[Probe, dict[str, Any]]:
-    """Rebuild the probe saved in ``model_dir`` on ``device``; return ``(probe, sidecar)``."""
+                    device: str = "cpu", accelerate: bool = True) -> tuple[Probe, dict[str, Any]]:
+    """Rebuild the probe saved in ``model_dir`` on ``device``; return ``(probe, sidecar)``.
+
+    ``accelerate`` (``train.accelerate``) lets an accelerator be its inference forward.
+    """
     side = read_sidecar(model_dir, probe)
     name = side["probe"]
     std_d = side.get("standardization") or {}
@@ -107,32 +98,25 @@ def load_checkpoint(model_dir: str | os.PathLike[str], probe: str | None = None,
         std = Standardizer(mean=float(std_d["mean"]), sd=float(std_d["sd"]))
     except (KeyError, TypeError, ValueError):
         raise DataError(f"{Path(model_dir) / SIDECAR}: bad standardization block") from None
-    wpath = Path(model_dir) / weights_name(name)
+    weights = side.get("weights")
+    if weights not in WEIGHTS_FILES:
+        raise DataError(f"{Path(model_dir) / SIDECAR}: weights {weights!r} unknown "
+                        f"(expected one of {', '.join(WEIGHTS_FILES)})")
+    wpath = Path(model_dir) / weights
     if not wpath.is_file():
         raise InputError(f"{wpath}: weights file not found")
-    if name in NUMPY_PROBES:
-        model = (LinearEcgProbe if name == "ecg" else AttentiveEchoProbe).load(model_dir)
+    spec = entry(name)
+    if weights == NPZ_WEIGHTS:
+        model = resolve(spec.numpy_model).load(model_dir)
         return check_weights_fit(Probe(name, model, std), side["arch"], wpath), side
-
-    import torch
-
-    from rightsize.probes.models import build_model
+    from rightsize.probes.torch_model import load_torch_model
 
     try:
-        model = build_model(side["arch"])
+        model = load_torch_model(name, side["arch"], device, accelerate)
     except (KeyError, TypeError, ValueError) as exc:
         raise DataError(f"{Path(model_dir) / SIDECAR}: bad arch block ({exc})") from None
-    try:
-        state = torch.load(wpath, map_location=device, weights_only=True)
-        if not isinstance(state, dict):
-            raise TypeError(f"holds a {type(state).__name__}, not a state_dict")
-        model.load_state_dict(state)
-    except (RuntimeError, OSError, EOFError, KeyError, ValueError, TypeError,
-            pickle.UnpicklingError) as exc:
-        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise DataError(f"{wpath}: cannot load weights ({msg})") from None
-    model.to(device).eval()
-    return check_weights_fit(Probe(name, model, std, device), side["arch"], wpath), side
+    probe = Probe(name, model.load_weights(wpath), std)
+    return check_weights_fit(probe, side["arch"], wpath), side
 
 
 def checkpoint_bytes(model_dir: str | os.PathLike[str]) -> int:

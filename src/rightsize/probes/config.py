@@ -7,17 +7,14 @@ Parsed once at the CLI edge by :func:`rightsize.params.load_block`; bad values r
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from rightsize.params import require
 from rightsize.probes.names import PROBES, check_probe_list
 
-ARCH_KEYS = {
-    "echo": ("echo_dim", "ecg_dim", "pca_rank"),
-    "concat": ("echo_dim", "ecg_dim", "pca_rank", "hidden", "dropout"),
-    "fused": ("echo_dim", "ecg_dim", "pca_rank", "fusion_dim", "heads", "hidden", "dropout"),
-}
 DEVICES = ("cpu", "cuda", "auto")
+# Keys of a probe's block that shape its training, not its model: left out of its
+# architecture (:meth:`rightsize.probes.estimator.Estimator.arch`, checkpoints)
+SCHEDULE_KEYS = ("epochs", "modality_dropout")
 
 
 def _epochs(epochs: int, key: str) -> None:
@@ -86,6 +83,7 @@ class FusedConfig:
     hidden: int = 256
     dropout: float = 0.1
     modality_dropout: float = 0.1   # per-row chance of hiding echo (and, separately, ECG)
+    layers: int = 1         # fusion blocks (cross-attention both ways), stacked
 
     def validate(self, key: str) -> None:
         """Check ranges (message names the dotted key)."""
@@ -97,6 +95,7 @@ class FusedConfig:
         require(self.hidden >= 1, f"{key}.hidden", f"must be >= 1, got {self.hidden}")
         _dropout(self.dropout, f"{key}.dropout")
         _dropout(self.modality_dropout, f"{key}.modality_dropout", hi=0.5)
+        require(self.layers >= 1, f"{key}.layers", f"must be >= 1, got {self.layers}")
 
 
 @dataclass(frozen=True)
@@ -113,6 +112,7 @@ class TrainConfig:
     lr: float = 1e-3
     weight_decay: float = 1e-4
     pca_rank: int = 32      # torch probes: keep the top-k train principal directions; 0 = all
+    accelerate: bool = True  # use the accelerators (rightsize.probes.accel) where they apply
     ecg: EcgConfig = field(default_factory=EcgConfig)
     echo: EchoConfig = field(default_factory=EchoConfig)
     concat: ConcatConfig = field(default_factory=ConcatConfig)
@@ -135,8 +135,8 @@ class TrainConfig:
                 f"must be >= 0, got {self.weight_decay}")
 
     def epochs(self, probe: str) -> int:
-        """Epochs of ``probe`` (1 for the closed-form ECG probe)."""
-        return 1 if probe == "ecg" else int(getattr(self, probe).epochs)
+        """Epochs of ``probe`` (1 for a closed-form probe, whose block has no epochs)."""
+        return int(getattr(getattr(self, probe), "epochs", 1))
 
 
 @dataclass(frozen=True)
@@ -155,22 +155,3 @@ class EvaluateConfig:
         require(self.n_bootstrap_missing >= 1, f"{key}.n_bootstrap_missing",
                 f"must be >= 1, got {self.n_bootstrap_missing}")
         require(0.0 < self.ci < 1.0, f"{key}.ci", f"must be in (0, 1), got {self.ci}")
-
-
-def check_probe(name: str) -> str:
-    """Return ``name`` if it is a known probe, else raise ``InputError`` listing the known ones."""
-    from rightsize.errors import InputError
-
-    if name not in PROBES:
-        raise InputError(f"unknown probe {name!r} (known: {', '.join(PROBES)})")
-    return name
-
-
-def arch_of(probe: str, cfg: TrainConfig, echo_dim: int, ecg_dim: int) -> dict[str, Any]:
-    """The JSON-able architecture dict of ``probe`` (echo, concat or fused) from ``cfg``."""
-    arch: dict[str, Any] = {"probe": probe, "echo_dim": int(echo_dim), "ecg_dim": int(ecg_dim),
-                            "pca_rank": int(cfg.pca_rank)}
-    sub = getattr(cfg, probe)
-    for key in ARCH_KEYS[probe][3:]:
-        arch[key] = getattr(sub, key)
-    return arch

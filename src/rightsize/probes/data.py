@@ -5,6 +5,9 @@ Every probe reads the same :class:`SplitData` (numpy, sliced from
 tensors once with :meth:`SplitData.tensors` and batch by index slices. A modality is
 "absent" when its inputs are zero and its tokens masked, which is how both real missing
 data and the missing-modality evaluation look to a probe.
+
+A subject's ECG is one pooled vector ``(m, ecg_dim)`` or ``N`` tokens ``(m, N, ecg_dim)``
+(:func:`ecg_tokens`), all present or all absent (``has_ecg``; no per-token mask).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ class SplitData:
 
     echo: np.ndarray       # (m, c, echo_dim) float32, zero where masked
     clip_mask: np.ndarray  # (m, c) bool, True where a clip is present
-    ecg: np.ndarray        # (m, ecg_dim) float32, zero where absent
+    ecg: np.ndarray        # (m, ecg_dim) or (m, N, ecg_dim) float32, zero where absent
     has_ecg: np.ndarray    # (m,) bool
     lvef: np.ndarray       # (m,) float64, percent
     ef_le_40: np.ndarray   # (m,) bool
@@ -68,8 +71,16 @@ class SplitData:
         }
 
 
+def ecg_tokens(ecg: np.ndarray) -> int:
+    """ECG tokens per subject of a cohort's or split's ECG array: 1 when pooled (2-D)."""
+    return 1 if ecg.ndim == 2 else int(ecg.shape[1])
+
+
 def split_data(arrays: CohortArrays, split: str) -> SplitData:
-    """Slice ``split`` out of ``arrays``; rows without echo get an all-False clip mask."""
+    """Slice ``split`` out of ``arrays``; rows without echo get an all-False clip mask.
+
+    A token-level ECG of one token per subject is handed on pooled (2-D).
+    """
     idx = arrays.index(split)
     if idx.size == 0:
         raise DataError(f"manifest has no rows in split {split!r}")
@@ -77,6 +88,8 @@ def split_data(arrays: CohortArrays, split: str) -> SplitData:
     echo = arrays.echo[idx].astype(np.float32, copy=False)
     has_ecg = arrays.has_ecg[idx].astype(bool)
     ecg = arrays.ecg[idx].astype(np.float32, copy=False)
+    if ecg.ndim == 3 and ecg.shape[1] == 1:
+        ecg = ecg[:, 0]
     lvef = arrays.lvef[idx].astype(np.float64)
     if not np.isfinite(lvef).all():
         raise DataError(f"manifest column lvef has non-finite values in split {split!r}")
@@ -108,7 +121,8 @@ class Standardizer:
 
 @dataclass(frozen=True)
 class Moments:
-    """Train-split input statistics of echo clips (present ones) and ECGs (present ones).
+    """Train-split input statistics of echo clips (present ones) and ECGs (present ones;
+    every token of a token-level ECG is one row).
 
     Per-feature mean and sd, and optionally the top-``rank`` principal directions of the
     standardized features (``(dim, rank)`` orthonormal columns; None when ``rank`` is 0 or
@@ -134,7 +148,8 @@ class Moments:
         if not ecg:
             dim = data.ecg.shape[-1]
             return cls(em, es, np.zeros(dim, np.float32), np.ones(dim, np.float32), eb, None)
-        gm, gs, gb = _moments(data.ecg[data.has_ecg], data.ecg.shape[-1], rank, threads)
+        dim = data.ecg.shape[-1]
+        gm, gs, gb = _moments(data.ecg[data.has_ecg].reshape(-1, dim), dim, rank, threads)
         return cls(em, es, gm, gs, eb, gb)
 
 

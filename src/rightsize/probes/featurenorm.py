@@ -14,7 +14,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from rightsize.probes.gemm import mm
+from rightsize.probes.accel.gemm import mm
 
 
 class FeatureNorm(nn.Module):
@@ -46,22 +46,29 @@ class FeatureNorm(nn.Module):
 
     def forward(self, x: torch.Tensor, present: torch.Tensor) -> torch.Tensor:
         """The normalized vector in input space (..., dim), zero where ``present`` is False."""
-        z = self.coords(x, present)
-        return z @ self.basis.T if self.rank else z
+        return self.expand(self.coords(x, present))
+
+    def expand(self, coords: torch.Tensor) -> torch.Tensor:
+        """Coordinates back in input space: ``B c`` (..., dim) (the identity without a basis)."""
+        return coords @ self.basis.T if self.rank else coords
 
     def coords(self, x: torch.Tensor, present: torch.Tensor) -> torch.Tensor:
-        """Masked coordinates: ``B^T z`` (..., rank) with a basis, else ``z`` itself (..., dim)."""
+        """Masked coordinates: ``B^T z`` (..., rank) with a basis, else ``z`` itself (..., dim).
+
+        ``present`` masks the leading dimensions of ``x`` ((B,) for an ECG, pooled or
+        tokens; (B, c) for clips).
+        """
         z = (x - self.mean) * self.inv_sd
         if self.rank:
             z = z @ self.basis
-        return z * present.unsqueeze(-1).to(z.dtype)
+        return z * present.view(*present.shape, *[1] * (z.dim() - present.dim())).to(z.dtype)
 
     def lift(self, weight: torch.Tensor) -> torch.Tensor:
         """``W B`` (out, rank): a linear layer on ``forward(x)`` as a layer on ``coords(x)``.
 
         ``W (B B^T z) = (W B)(B^T z)``: the same function and the same gradient for ``W``,
         but each token costs ``rank x out`` multiply-adds instead of ``dim x out``.
-        Through :func:`rightsize.probes.gemm.mm` (oneDNN where it applies), with a strided
+        Through :func:`rightsize.probes.accel.gemm.mm` (oneDNN where it applies), with a strided
         ``weight`` (one input block of a wider layer) copied contiguous first: 0.10 instead of
         0.16 ms for a 256 x 1024 block on the benchmark machine, the copy included.
         """

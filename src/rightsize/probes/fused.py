@@ -1,25 +1,28 @@
-"""CrossAttnFusedProbe: bidirectional cross-attention between echo clips and the ECG.
+"""The ``fused`` probe: bidirectional cross-attention between echo clips and ECG tokens.
 
-echo->ECG: each clip token queries [null, ECG]; ECG->echo: the ECG token queries
-[null, clips] (masked). Residual + LayerNorm per direction; echo outputs are mean-pooled
-over present clips; [pooled echo || ECG output] feeds an MLP head.
+The textbook forward (:meth:`CrossAttnFusedProbe.attend`), on the PCA coordinates of the
+inputs (:meth:`~CrossAttnFusedProbe.encode`; each first projection is applied to the PCA
+reconstruction, ``W (B c) = (W B) c``):
 
-Each direction is a standard multi-head attention block (:class:`CrossAttention`: separate
-q/k/v/out projections, initialized exactly as ``nn.MultiheadAttention`` would be;
-:mod:`rightsize.probes.reference` runs them through ``F.multi_head_attention_forward``).
-The forward pass here computes the same function with less arithmetic:
+1. project the echo clips to ``e`` (B, c, d) and the subject's ECG tokens to ``g``
+   (B, N, d); a pooled ECG is one token (N = 1);
+2. each :class:`FusionBlock` (``train.fused.layers``, default 1):
 
-* every token is an affine function of its rank-``r`` coordinates (``e = c A^T + a``), so
-  a projection ``W e + b`` can be applied as ``c (W A)^T + (W a + b)``: one ``d x d x r``
-  product per batch instead of ``d x d`` per token, whichever is cheaper for the batch at
-  hand (:func:`project`);
-* the clips' queries, keys and values are never formed: scores and the attention output
-  contract the clip coordinates with per-row, per-head ``r``-vectors (``M_h^T q``);
-* the null tokens' keys and values are projected once per batch, not once per row;
-* an echo clip attends over two keys, so its softmax is a sigmoid of the score difference
-  and its attention output is ``v_null + w (v_ecg - v_null)`` per head; with several clips
-  the output projection is applied once per row to each head's difference and mixed per
-  clip with the head weights (:func:`mix_two_keys`).
+   * **echo -> ECG**: every clip queries ``[null, g_1 ... g_N]`` (standard multi-head
+     attention, :class:`CrossAttention`; an absent ECG leaves only the null key);
+     residual + LayerNorm;
+   * **ECG -> echo**: one query, the mean of the ECG tokens, attends over
+     ``[null, clips]`` (absent clips masked); residual + LayerNorm. One query whatever N,
+     so this direction's cost does not grow with the number of ECG tokens;
+
+3. the echo tokens are mean-pooled over present clips; ``[pooled echo || ECG query]``
+   feeds an MLP head (Linear, GELU, Dropout, Linear) to the standardized LVEF.
+
+Every attention has a learned null token that is always attendable, so a row without
+clips or without an ECG still gets finite weights. The accelerators ``fused_pooled`` (one
+ECG token: each clip attends over two keys ``[null, ECG]``) and ``fused_tokens`` (N tokens)
+compute one block of this forward in PCA coordinates (:mod:`rightsize.probes.accel.fused_coords`);
+the tests hold them to this forward.
 """
 
 from __future__ import annotations
@@ -31,10 +34,9 @@ from torch import nn
 
 from rightsize.probes.data import Moments
 from rightsize.probes.featurenorm import FeatureNorm, masked_mean
-from rightsize.probes.gemm import linear, mm
-from rightsize.probes.models import Batch, ProbeModule, Update
 
 F = nn.functional
+Batch = dict[str, torch.Tensor]
 
 
 def _uninitialized_linear(dim: int) -> nn.Linear:
@@ -51,7 +53,7 @@ def _uninitialized_linear(dim: int) -> nn.Linear:
 
 
 class CrossAttention(nn.Module):
-    """Parameters of one multi-head attention block: ``q``, ``k``, ``v`` and ``out``."""
+    """Multi-head attention of query tokens over key tokens: ``q``, ``k``, ``v``, ``out``."""
 
     def __init__(self, dim: int, heads: int) -> None:
         super().__init__()
@@ -70,82 +72,37 @@ class CrossAttention(nn.Module):
                 lin.bias.zero_()
             self.out.bias.zero_()
 
-
-def per_batch_cheaper(width: int, rank: int, rows: int, extra: int = 2) -> bool:
-    """True when a layer on ``width``-wide tokens of rank ``rank`` is cheaper applied per batch.
-
-    Per output unit: composing the layer with the token basis once per batch costs
-    ``width x (rank + extra)`` (``extra`` = bias and null rows) plus ``rows x rank`` to apply
-    it, against ``rows x width`` for the layer on full-width rows. The one test behind
-    :func:`project`, the clip-side coordinates and :mod:`rightsize.probes.fused_step`.
-    """
-    return width * (rank + extra) + rows * rank < rows * width
-
-
-def affine_map(lin: nn.Linear, a_w: torch.Tensor, a_b: torch.Tensor,
-               null: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
-    """``(M, m, lin(null))`` with ``lin(F.linear(c, a_w, a_b)) = F.linear(c, M, m)``.
-
-    One product ``lin.weight @ [a_w | a_b | null]``, so the backward pass forms the weight's
-    gradient once for the tokens and the null token together.
-    """
-    rank = a_w.shape[1]
-    rows = [a_w.t(), a_b.unsqueeze(0)] + ([] if null is None else [null.view(1, -1)])
-    # Transposed, (r+2, mid) @ (mid, out): both backward products then have the long
-    # dimension outermost, which runs 1.5-2x faster than W^T @ dM at these skinny shapes.
-    prod = mm(torch.cat(rows), lin.weight.t())                                 # (r+1|2, out)
-    out_null = None if null is None else (prod[rank + 1] + lin.bias).view(1, -1)
-    return prod[:rank].t(), prod[rank] + lin.bias, out_null
+    def forward(self, query: torch.Tensor, keys: torch.Tensor, valid: torch.Tensor
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``query`` (B, q, d) over ``keys`` (B, k, d) where ``valid`` (B, k): the output
+        (B, q, d) and the attention weights (B, H, q, k)."""
+        b, n_q, d = query.shape
+        dh = d // self.heads
+        q = self.q(query).view(b, n_q, self.heads, dh).transpose(1, 2)       # (B, H, q, dh)
+        k = self.k(keys).view(b, -1, self.heads, dh).transpose(1, 2)         # (B, H, k, dh)
+        v = self.v(keys).view(b, -1, self.heads, dh).transpose(1, 2)
+        scores = q @ k.transpose(-2, -1) / math.sqrt(dh)
+        weights = scores.masked_fill(~valid[:, None, None, :], float("-inf")).softmax(-1)
+        return self.out((weights @ v).transpose(1, 2).reshape(b, n_q, d)), weights
 
 
-def project(lin: nn.Linear, c: torch.Tensor, a_w: torch.Tensor, a_b: torch.Tensor,
-            x: torch.Tensor, null: torch.Tensor | None = None
-            ) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """``lin`` applied to tokens ``x = F.linear(c, a_w, a_b)`` (..., d) and to a null token.
+class FusionBlock(nn.Module):
+    """Both attention directions, each with a residual connection and a LayerNorm."""
 
-    Returns ``(lin(x), lin(null))`` (the second None without a null token), in the cheaper
-    association order: either ``lin.weight @ [a_w | a_b | null]`` once and then rank-``r``
-    rows, or ``lin`` on the full-width rows. Either way ``lin.weight`` enters one product,
-    so the backward pass forms its gradient once.
-    """
-    rows, (out_dim, mid), rank = c.numel() // c.shape[-1], lin.weight.shape, a_w.shape[1]
-    extra = 1 if null is None else 2
-    if per_batch_cheaper(mid, rank, rows, extra):
-        m_w, m_b, out_null = affine_map(lin, a_w, a_b, null)
-        return F.linear(c, m_w, m_b), out_null
-    flat = x.reshape(rows, mid)
-    if null is not None:
-        flat = torch.cat([flat, null.view(1, mid)])
-    y = linear(flat, lin.weight, lin.bias)
-    return y[:rows].view(*x.shape[:-1], out_dim), None if null is None else y[rows:]
+    def __init__(self, dim: int, heads: int) -> None:
+        super().__init__()
+        self.echo_to_ecg = CrossAttention(dim, heads)
+        self.ecg_to_echo = CrossAttention(dim, heads)
+        self.ln_echo = nn.LayerNorm(dim)
+        self.ln_ecg = nn.LayerNorm(dim)
 
 
-def mix_two_keys(w: torch.Tensor, v_null: torch.Tensor, v_key: torch.Tensor,
-                 out: nn.Linear, heads: int) -> torch.Tensor:
-    """``out(v_null + w (v_key - v_null))`` per head: (B, c, d) from weights ``w`` (B, c, H).
-
-    ``v_null`` (1, d) is shared, ``v_key`` (B, d) is per row. With one clip the mix is formed
-    and projected; with more, ``out`` is applied per row to each head's difference (and
-    to ``v_null``, in the same product: ``B d^2``) and the ``c`` clips only mix ``H``
-    projected vectors.
-    """
-    b, c, _ = w.shape
-    d = v_null.shape[-1]
-    dh = d // heads
-    diff = (v_key - v_null).view(b, heads, dh)
-    if c * d <= d + c * heads:
-        mixed = v_null.view(1, 1, heads, dh) + w.unsqueeze(-1) * diff.unsqueeze(1)
-        return linear(mixed.reshape(b * c, d), out.weight, out.bias).view(b, c, d)
-    rows = torch.cat([diff, v_null.view(1, heads, dh)])                       # (B+1, H, dh)
-    per_head = torch.einsum("bhk,ohk->bho", rows, out.weight.view(d, heads, dh))
-    return per_head[b].sum(0) + out.bias + torch.bmm(w, per_head[:b])
-
-
-class CrossAttnFusedProbe(ProbeModule):
-    """Bidirectional cross-attention fusion of echo clip tokens and the ECG token."""
+class CrossAttnFusedProbe(nn.Module):
+    """Bidirectional cross-attention fusion of echo clip tokens and ECG tokens."""
 
     def __init__(self, echo_dim: int, ecg_dim: int, fusion_dim: int = 256, heads: int = 4,
-                 hidden: int = 256, dropout: float = 0.1, pca_rank: int = 0) -> None:
+                 hidden: int = 256, dropout: float = 0.1, pca_rank: int = 0,
+                 layers: int = 1) -> None:
         super().__init__()
         d = fusion_dim
         self.norm_echo = FeatureNorm(echo_dim, pca_rank)
@@ -154,10 +111,7 @@ class CrossAttnFusedProbe(ProbeModule):
         self.ecg_proj = nn.Linear(ecg_dim, d)
         self.echo_null = nn.Parameter(0.02 * torch.randn(1, 1, d))
         self.ecg_null = nn.Parameter(0.02 * torch.randn(1, 1, d))
-        self.echo_to_ecg = CrossAttention(d, heads)
-        self.ecg_to_echo = CrossAttention(d, heads)
-        self.ln_echo = nn.LayerNorm(d)
-        self.ln_ecg = nn.LayerNorm(d)
+        self.blocks = nn.ModuleList([FusionBlock(d, heads) for _ in range(layers)])
         self.head = nn.Sequential(nn.Linear(2 * d, hidden), nn.GELU(), nn.Dropout(dropout),
                                   nn.Linear(hidden, 1))
 
@@ -168,93 +122,47 @@ class CrossAttnFusedProbe(ProbeModule):
 
     def encode(self, echo: torch.Tensor, clip_mask: torch.Tensor, ecg: torch.Tensor,
                has_ecg: torch.Tensor) -> Batch:
-        """Clip coordinates (B, c, r) and ECG coordinates (B, r)."""
+        """The fixed part (normalization, PCA): clip coordinates (B, c, r) and ECG
+        coordinates (B, r) pooled or (B, N, r) tokens, under the same four keys."""
         return {"echo": self.norm_echo.coords(echo, clip_mask), "clip_mask": clip_mask,
                 "ecg": self.norm_ecg.coords(ecg, has_ecg), "has_ecg": has_ecg}
 
+    def forward(self, echo: torch.Tensor, clip_mask: torch.Tensor, ecg: torch.Tensor,
+                has_ecg: torch.Tensor) -> torch.Tensor:
+        """(B,) standardized LVEF from raw embeddings."""
+        return self.forward_encoded(**self.encode(echo, clip_mask, ecg, has_ecg))
+
     def forward_encoded(self, echo: torch.Tensor, clip_mask: torch.Tensor, ecg: torch.Tensor,
                         has_ecg: torch.Tensor) -> torch.Tensor:
-        """(B,) standardized LVEF."""
-        return self.fuse_encoded(echo, clip_mask, ecg, has_ecg)[0]
+        """(B,) standardized LVEF from :meth:`encode`'s output."""
+        return self.attend(echo, clip_mask, ecg, has_ecg)[0]
 
-    def loss_backward(self, batch: Batch, y: torch.Tensor, update: Update | None = None
-                      ) -> torch.Tensor:
-        """:meth:`ProbeModule.loss_backward`, by :mod:`rightsize.probes.fused_step` (which
-        uses ``update``) when the batch is in its coordinate form (PCA on, batch wider than
-        a per-batch product)."""
-        from rightsize.probes.fused_step import fused_loss_backward, manual_step_applies
+    def attend(self, echo: torch.Tensor, clip_mask: torch.Tensor, ecg: torch.Tensor,
+               has_ecg: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The prediction (B,) and the last block's attention weights per head: echo->ECG
+        (B, H, c, 1+N) over ``[null, ECG tokens]``, ECG->echo (B, H, 1, 1+c) over
+        ``[null, clips]``.
 
-        if manual_step_applies(self, y.shape[0]):
-            return fused_loss_backward(self, **batch, y=y, update=update)
-        return super().loss_backward(batch, y)
-
-    def fuse(self, echo: torch.Tensor, clip_mask: torch.Tensor, ecg: torch.Tensor,
-             has_ecg: torch.Tensor, need_weights: bool = False
-             ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
-        """Prediction from raw inputs plus per-head attention weights when ``need_weights``.
-
-        Weights: echo->ECG (B, H, c, 2) over [null, ECG]; ECG->echo (B, H, 1, 1+c) over
-        [null, clips].
+        Inputs are :meth:`encode`'s output; the masks may have been narrowed since (the
+        training loop's modality dropout), so the coordinates are masked again here.
         """
-        return self.fuse_encoded(**self.encode(echo, clip_mask, ecg, has_ecg),
-                                 need_weights=need_weights)
-
-    def fuse_encoded(self, echo: torch.Tensor, clip_mask: torch.Tensor, ecg: torch.Tensor,
-                     has_ecg: torch.Tensor, need_weights: bool = False
-                     ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
-        """:meth:`fuse` on :meth:`encode`'s output."""
-        b, c = clip_mask.shape
-        e2g, g2e = self.echo_to_ecg, self.ecg_to_echo
-        heads, d = e2g.heads, self.echo_proj.out_features
-        dh = d // heads
-        a_e = self.norm_echo.lift(self.echo_proj.weight)                      # (d, r_e)
-        a_g = self.norm_ecg.lift(self.ecg_proj.weight)                        # (d, r_g)
+        if ecg.dim() == 2:
+            ecg = ecg.unsqueeze(1)                                 # one pooled ECG token
+        b, n = ecg.shape[:2]
+        ones = torch.ones(b, 1, dtype=torch.bool, device=has_ecg.device)
         c_e = echo * clip_mask.unsqueeze(-1).to(echo.dtype)
-        c_g = ecg * has_ecg.unsqueeze(-1).to(ecg.dtype)
-        e = F.linear(c_e, a_e, self.echo_proj.bias)                           # (B, c, d)
-        g = F.linear(c_g, a_g, self.ecg_proj.bias)                            # (B, d)
-        scale = 1.0 / math.sqrt(dh)
-
-        # Clip-side queries, keys and values are never formed per clip: each is an affine map
-        # (M, m) of the clip coordinates x_e, and the attention contracts x_e with per-row,
-        # per-head vectors (M_h^T q) instead. x_e is c_e (rank r) when that is cheaper, else e.
-        n_e, n_g = self.echo_null.view(1, d), self.ecg_null.view(1, d)
-        in_coords = per_batch_cheaper(d, a_e.shape[1], b)
-        x_e = c_e if in_coords else e
-
-        def clip_map(lin: nn.Linear, null: torch.Tensor | None = None
-                     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
-            if in_coords:
-                return affine_map(lin, a_e, self.echo_proj.bias, null)
-            return lin.weight, lin.bias, None if null is None else lin(null)
-
-        # echo -> [null, ECG]: two keys, so the softmax is a sigmoid of the score difference.
-        k_g, k_null = project(e2g.k, c_g, a_g, self.ecg_proj.bias, g, n_g)
-        dk = ((k_g - k_null) * scale).view(b, heads, dh)                      # (B, H, dh)
-        mq, bq, _ = clip_map(e2g.q)
-        t = torch.einsum("bhk,hkr->bhr", dk, mq.view(heads, dh, -1))
-        diff = torch.einsum("bcr,bhr->bch", x_e, t) + (bq.view(heads, dh) * dk).sum(-1)[:, None]
-        w_ecg = torch.sigmoid(diff.masked_fill(~has_ecg.view(b, 1, 1), float("-inf")))
-        v_g, v_null = project(e2g.v, c_g, a_g, self.ecg_proj.bias, g, n_g)
-        att_e = mix_two_keys(w_ecg, v_null, v_g, e2g.out, heads)                # (B, c, d)
-        pooled = masked_mean(self.ln_echo(e + att_e), clip_mask)             # (B, d)
-
-        # ECG -> [null, clips] (masked).
-        qg = project(g2e.q, c_g, a_g, self.ecg_proj.bias, g)[0].view(b, heads, dh) * scale
-        mk, bk, k_null = clip_map(g2e.k, n_e)
-        u = torch.einsum("bhk,hkr->bhr", qg, mk.view(heads, dh, -1))
-        s_clip = (torch.einsum("bhr,bcr->bhc", u, x_e)
-                  + (bk.view(heads, dh) * qg).sum(-1, keepdim=True))
-        s_null = (qg * k_null.view(heads, dh)).sum(-1, keepdim=True)          # (B, H, 1)
-        s_clip = s_clip.masked_fill(~clip_mask.unsqueeze(1), float("-inf"))
-        w_g = torch.softmax(torch.cat([s_null, s_clip], dim=-1), dim=-1)      # (B, H, 1+c)
-        mv, bv, v_null = clip_map(g2e.v, n_e)
-        pooled_x = torch.einsum("bhc,bcr->bhr", w_g[..., 1:], x_e)             # (B, H, r)
-        o_g = (w_g[..., :1] * v_null.view(heads, dh) + (1 - w_g[..., :1]) * bv.view(heads, dh)
-               + torch.einsum("bhr,hkr->bhk", pooled_x, mv.view(heads, dh, -1)))
-        g2 = self.ln_ecg(g + linear(o_g.reshape(b, d), g2e.out.weight, g2e.out.bias))
-        out = self.head(torch.cat([pooled, g2], dim=1)).squeeze(-1)
-        if not need_weights:
-            return out, None, None
-        w_e = torch.stack([1 - w_ecg, w_ecg], dim=-1).permute(0, 2, 1, 3)     # (B, H, c, 2)
-        return out, w_e, w_g.unsqueeze(2)
+        c_g = ecg * has_ecg.view(b, 1, 1).to(ecg.dtype)
+        e = F.linear(c_e, self.norm_echo.lift(self.echo_proj.weight), self.echo_proj.bias)
+        g = F.linear(c_g, self.norm_ecg.lift(self.ecg_proj.weight), self.ecg_proj.bias)
+        query = g.mean(dim=1, keepdim=True)                        # (B, 1, d): mean ECG token
+        ecg_keys = torch.cat([self.ecg_null.expand(b, 1, -1), g], dim=1)
+        ecg_ok = torch.cat([ones, has_ecg.view(b, 1).expand(b, n)], dim=1)
+        echo_ok = torch.cat([ones, clip_mask], dim=1)
+        for blk in self.blocks:
+            echo_keys = torch.cat([self.echo_null.expand(b, 1, -1), e], dim=1)
+            a_e, w_e = blk.echo_to_ecg(e, ecg_keys, ecg_ok)
+            a_g, w_g = blk.ecg_to_echo(query, echo_keys, echo_ok)
+            e, query = blk.ln_echo(e + a_e), blk.ln_ecg(query + a_g)
+        pooled = masked_mean(e, clip_mask)
+        out = self.head(torch.cat([pooled, query.squeeze(1)], dim=1)).squeeze(-1)
+        return out, w_e, w_g

@@ -98,9 +98,10 @@ def check_weights_fit(probe: P, arch: dict[str, Any], weights: Path) -> P:
     echo_dim, ecg_dim = arch.get("echo_dim"), arch.get("ecg_dim")
     if not isinstance(echo_dim, int) or not isinstance(ecg_dim, int):
         raise DataError(f"{weights.parent / SIDECAR}: arch lacks integer echo_dim/ecg_dim")
-    rows, clips = 2, 2
+    rows, clips, tokens = 2, 2, arch.get("ecg_tokens", 1)
+    ecg_shape = (rows, ecg_dim) if tokens == 1 else (rows, tokens, ecg_dim)
     data = SplitData(np.zeros((rows, clips, echo_dim), np.float32), np.ones((rows, clips), bool),
-                     np.zeros((rows, ecg_dim), np.float32), np.ones(rows, bool),
+                     np.zeros(ecg_shape, np.float32), np.ones(rows, bool),
                      np.zeros(rows), np.zeros(rows, bool))
     try:
         out = probe.predict(data)

@@ -1,17 +1,20 @@
 """The ``ecg`` probe: linear models on the ECG vector.
 
 Ridge regresses the standardized LVEF; L2 logistic regression scores EF<=40 (both fitted
-by :mod:`rightsize.probes.glm`, numpy only; scikit-learn is their test oracle). Features are
+by :mod:`rightsize.probes.glm`, numpy only; scikit-learn is their test oracle). The features
+are the subject's ECG vector, or the mean of its ECG tokens (:func:`ecg_features`),
 standardized with train-split moments over rows that have an ECG; a row without an ECG
 becomes the all-zero standardized vector (mean imputation), so it gets the intercepts.
 Fitted models are reduced to plain arrays (:class:`LinearEcgProbe`) that predict with
-numpy and save to ``weights.npz`` without pickles.
+numpy and save to ``weights.npz`` without pickles. The probe is closed-form: no training
+loop, no random numbers (:func:`fit_probe`; its seed replicas coincide).
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,8 +23,14 @@ import numpy as np
 
 from rightsize.errors import DataError
 from rightsize.probes.config import EcgConfig
-from rightsize.probes.data import SplitData, Standardizer
+from rightsize.probes.data import SplitData, Standardizer, ecg_tokens
 from rightsize.probes.npzfile import load_npz, save_npz
+from rightsize.probes.runlog import RunLog
+
+
+def ecg_features(ecg: np.ndarray) -> np.ndarray:
+    """The ECG vector per subject (m, ecg_dim) float64: token-level ECGs are mean-pooled."""
+    return ecg.astype(np.float64) if ecg.ndim == 2 else ecg.mean(axis=1, dtype=np.float64)
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +48,7 @@ class LinearEcgProbe:
 
     def features(self, data: SplitData) -> np.ndarray:
         """Standardized ECG features; rows without an ECG are zeros."""
-        z = (data.ecg.astype(np.float64) - self.x_mean) / self.x_sd
+        z = (ecg_features(data.ecg) - self.x_mean) / self.x_sd
         z[~data.has_ecg] = 0.0
         return z
 
@@ -87,14 +96,14 @@ def fit_linear(train: SplitData, val: SplitData, std: Standardizer, cfg: EcgConf
     rows = train.has_ecg
     if rows.sum() < 2:
         raise DataError("ecg probe: fewer than 2 train rows have an ECG")
-    x = train.ecg[rows].astype(np.float64)
+    x = ecg_features(train.ecg[rows])
     mean = x.mean(axis=0)
     sd = x.std(axis=0)
     sd = np.where(sd > 1e-8, sd, 1.0)
     z = (x - mean) / sd
     y = std.forward(train.lvef[rows])
     labels = train.ef_le_40[rows]
-    zv = (val.ecg.astype(np.float64) - mean) / sd
+    zv = (ecg_features(val.ecg) - mean) / sd
     zv[~val.has_ecg] = 0.0
     yv = std.forward(val.lvef)
     val_mse: list[float] = []
@@ -126,3 +135,28 @@ def fit_linear(train: SplitData, val: SplitData, std: Standardizer, cfg: EcgConf
             "C": float(cfg.Cs[int(np.argmin(val_ll))]) if val_ll else None,
             "val_mse": val_mse, "val_logloss": val_ll}
     return probe, info
+
+
+def fit_probe(est: Any, train: SplitData, val: SplitData, std: Standardizer,
+              runlog: RunLog | None = None) -> Any:
+    """The ECG probe as a :class:`~rightsize.probes.estimator.FitResult` (one "epoch");
+    ``est`` is its :class:`~rightsize.probes.estimator.Estimator`."""
+    from rightsize.probes.estimator import FitResult
+    from rightsize.probes.predict import Probe
+
+    model, grid = fit_linear(train, val, std, est.sub, threads=est.cfg.threads)
+    t1 = time.time()
+    probe = Probe(est.name, model, std)
+    train_loss = float(np.mean((model.predict_z(train) - std.forward(train.lvef)) ** 2))
+    val_loss = float(np.mean((model.predict_z(val) - std.forward(val.lvef)) ** 2))
+    if runlog is not None:
+        runlog.epoch(1, 1, [train_loss], [t1], train_loss, val_loss, time.time())
+    arch = {"probe": est.name, "echo_dim": int(train.echo.shape[-1]),
+            "ecg_dim": int(train.ecg.shape[-1]), "alpha": grid["alpha"], "C": grid["C"],
+            "ecg_tokens": ecg_tokens(train.ecg),
+            "ecg_pooling": est.entry.ecg_pooling}
+    return FitResult(probe=probe, arch=arch, best_epoch=1, epochs=1, steps=1,
+                     train_loss=[train_loss], val_loss=[val_loss], val_mae=probe.mae(val),
+                     train_mae=probe.mae(train),
+                     extra={"val_mse_by_alpha": grid["val_mse"],
+                            "val_logloss_by_C": grid["val_logloss"]})

@@ -1,8 +1,8 @@
-"""The probes' names, and the params lists that name them (``train.probes``,
-``train.telemetry_probes``).
+"""The params lists that name probes (``train.probes``, ``train.telemetry_probes``).
 
-Light on purpose (no numpy, no torch): ``rightsize.cli`` checks the lists of every params
-file a verb reads before the verb runs, so every pipeline stage imports this module.
+The names come from the registry (:mod:`rightsize.probes.registry`). Light on purpose (no
+numpy, no torch): ``rightsize.cli`` checks the lists of every params file a verb reads before
+the verb runs, so every pipeline stage imports this module.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from rightsize.params import require
+from rightsize.probes.registry import PROBES as REGISTRY
 
-PROBES = ("ecg", "echo", "concat", "fused")
-NUMPY_PROBES = ("ecg", "echo")       # fitted and run with numpy: no torch in their processes
+PROBES = tuple(REGISTRY)
 
 
 def check_probe_list(names: Any, key: str, known: Sequence[str],

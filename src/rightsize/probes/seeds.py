@@ -1,11 +1,9 @@
 """Seed replicas of a probe and the spread of their metrics.
 
 ``train.seeds: K`` trains K replicas of each probe from seeds ``train.seed ...
-train.seed + K - 1`` (:func:`seed_list`). The torch probes train them together
-(:mod:`rightsize.probes.replicas`); with K = 1 the single-model engine
-(:func:`rightsize.probes.train.train_probe`) runs as before. The numpy echo probe trains them
-one after the other (:func:`rightsize.probes.train.fit_echo`, ~0.04 s each). The ECG probe is
-closed-form and does not draw random numbers: its K replicas are one fit (spread exactly 0).
+train.seed + K - 1`` (:func:`seed_list`), together, in the one loop
+(:mod:`rightsize.probes.loop`; K = 1 is the same path). The ECG probe is closed-form and
+does not draw random numbers: its K replicas are one fit (spread exactly 0).
 
 Metrics files carry, beside each seed-0 value, its spread across replicas as scalar keys
 (what ``dvc metrics show`` / ``dvc exp show`` list): ``<metric>_mean``, ``_sd`` (sample
@@ -33,32 +31,11 @@ def seed_list(cfg: TrainConfig) -> list[int]:
 
 def train_seeds(name: str, arrays: CohortArrays, cfg: TrainConfig, device: str = "cpu",
                 runlog: RunLog | None = None) -> list[Any]:
-    """One :class:`~rightsize.probes.train.FitResult` per seed of :func:`seed_list`.
+    """One :class:`~rightsize.probes.estimator.FitResult` per seed of :func:`seed_list`
+    (:func:`rightsize.probes.train.train_seeds`)."""
+    from rightsize.probes.train import train_seeds as fit
 
-    ``runlog`` receives replica 0's epochs (its per-step wall times are the steps of all
-    replicas together).
-    """
-    from rightsize.probes.config import check_probe
-    from rightsize.probes.data import Standardizer, split_data
-    from rightsize.probes.train import FitResult, fit_echo, torch_runtime, train_probe
-
-    check_probe(name)
-    seeds = seed_list(cfg)
-    if name == "ecg" or len(seeds) == 1:
-        fit = train_probe(name, arrays, cfg, device, runlog)
-        return [fit] * len(seeds)
-    train, val = split_data(arrays, "train"), split_data(arrays, "val")
-    std = Standardizer.fit(train.lvef)
-    if name == "echo":
-        return fit_echo(train, val, std, cfg, seeds, runlog)
-    from rightsize.probes.replicas import fit_replicas
-
-    with torch_runtime(cfg.seed, cfg.threads, device):
-        reps = fit_replicas(name, train, val, std, cfg, seeds, device, runlog)
-    return [FitResult(probe=r["probe"], arch=r["arch"], best_epoch=r["best_epoch"],
-                      epochs=r["epochs"], steps=r["steps"], train_loss=r["train_loss"],
-                      val_loss=r["val_loss"], val_mae=r["probe"].mae(val),
-                      train_mae=r["probe"].mae(train)) for r in reps]
+    return fit(name, arrays, cfg, device, runlog)
 
 
 def spread(values: list[float]) -> dict[str, float]:
@@ -138,7 +115,8 @@ def train_spread(fits: list[Any], seeds: list[int]) -> dict[str, Any]:
 
 
 def evaluate_replicas(model_dir: str | Path, probe: Any, sidecar: dict[str, Any],
-                      arrays: CohortArrays, device: str) -> dict[str, Any]:
+                      arrays: CohortArrays, device: str, accelerate: bool = True
+                      ) -> dict[str, Any]:
     """Test MAE/AUROC and val MAE of every replica (replica 0 = ``probe``, already loaded;
     the others from their checkpoints), as spread keys beside the seed-0 ones:
     ``test.{mae,auroc}_{mean,sd,min,max}``, ``val.mae_*``, ``best_epoch_*``, ``n_seeds``,
@@ -150,7 +128,7 @@ def evaluate_replicas(model_dir: str | Path, probe: Any, sidecar: dict[str, Any]
     test, val = split_data(arrays, "test"), split_data(arrays, "val")
     members = [(probe, sidecar)]
     for k, d in enumerate(replica_dirs(model_dir), start=1):
-        member = load_checkpoint(d, probe.name, device)
+        member = load_checkpoint(d, probe.name, device, accelerate)
         _check_replica(d, k, member[1], sidecar)
         members.append(member)
     rows: dict[str, list[float]] = {"test_mae": [], "test_auroc": [], "val_mae": [],

@@ -10,7 +10,6 @@ from typing import Any
 from rightsize import console
 from rightsize.errors import InputError
 from rightsize.probes.config import DEVICES
-from rightsize.probes.names import NUMPY_PROBES
 
 _PROBES = "ecg | echo | concat | fused"
 
@@ -96,14 +95,15 @@ def _model_verb(sub: argparse._SubParsersAction, common: argparse.ArgumentParser
 def _setup(args: argparse.Namespace) -> tuple[Any, str]:
     """Check the probe name, parse the train block, resolve the device."""
     from rightsize.params import load_block
-    from rightsize.probes.config import TrainConfig, check_probe
+    from rightsize.probes.config import TrainConfig
+    from rightsize.probes.estimator import Estimator
 
     cfg = load_block(args.params, "train", TrainConfig)  # bad params name their key first
-    check_probe(args.probe)
+    est = Estimator(args.probe, cfg)
     name = args.device or cfg.device
     if name not in DEVICES:
         raise InputError(f"--device: must be one of {', '.join(DEVICES)}, got {name!r}")
-    if args.probe in NUMPY_PROBES:          # numpy, CPU only: train.device is for torch
+    if not est.uses_torch:                  # numpy, CPU only: train.device is for torch
         if name != "cpu":
             console.info(f"{args.probe}: a numpy probe, runs on the CPU (device {name!r} "
                          "applies to the torch probes, concat and fused)")
@@ -146,7 +146,7 @@ def run_train(args: argparse.Namespace) -> int:
     sub = asdict(getattr(cfg, args.probe))
     config = {"seed": cfg.seed, "threads": cfg.threads, "device": device,
               "batch_size": cfg.batch_size, "lr": cfg.lr, "weight_decay": cfg.weight_decay,
-              args.probe: sub}
+              "accelerate": cfg.accelerate, args.probe: sub}
     summary = {
         "best_epoch": fit.best_epoch, "epochs": fit.epochs, "steps": fit.steps,
         "train_loss": fit.train_loss[best], "val_loss": fit.val_loss[best],
@@ -181,7 +181,7 @@ def run_train(args: argparse.Namespace) -> int:
     console.info(f"{args.probe}: {sidecar['params']} params, best epoch {fit.best_epoch}/"
                  f"{fit.epochs}, val MAE {fit.val_mae:.3f}, {t_fit.seconds:.1f} s on {device}")
     if ecfg is not None:
-        _torch_threads(args.probe, cfg.threads)    # training restored torch's own setting
+        _torch_threads(cfg.threads)    # training restored torch's own setting
     if args.eval_json:
         _evaluate_and_emit(args, args.out, args.eval_json, cfg, ecfg, arrays, sidecar,
                            fit.probe, device, time.perf_counter())
@@ -206,11 +206,12 @@ def _evaluate_config(args: argparse.Namespace) -> Any:
     return load_block(args.params, "evaluate", EvaluateConfig)
 
 
-def _torch_threads(probe: str, threads: int) -> None:
-    """Set torch's thread count for a torch probe; the numpy probes never import torch."""
-    if probe not in NUMPY_PROBES:
-        import torch
+def _torch_threads(threads: int) -> None:
+    """Set torch's thread count where torch is loaded (a numpy probe's process never loads it)."""
+    import sys
 
+    torch = sys.modules.get("torch")
+    if torch is not None:
         torch.set_num_threads(threads)
 
 
@@ -220,6 +221,7 @@ def _load(args: argparse.Namespace) -> tuple[Any, Any, Any, dict[str, Any], Any,
     from rightsize.atomic import check_writable
     from rightsize.cohort.arrays import load_arrays
     from rightsize.probes.checkpoint import load_checkpoint, read_sidecar
+    from rightsize.probes.estimator import check_inputs
     from rightsize.probes.integrity import check_contents
 
     ecfg = _evaluate_config(args)
@@ -229,12 +231,9 @@ def _load(args: argparse.Namespace) -> tuple[Any, Any, Any, dict[str, Any], Any,
         console.warn(f"{args.model}: written before model folders recorded their file hashes; "
                      "cannot check that its files belong together (retrain to record them)")
     arrays = load_arrays(args.manifest)
-    _torch_threads(args.probe, cfg.threads)
-    probe, sidecar = load_checkpoint(args.model, args.probe, device)
-    geo = (sidecar["arch"].get("echo_dim"), sidecar["arch"].get("ecg_dim"))
-    if geo != (arrays.echo.shape[-1], arrays.ecg.shape[-1]):
-        raise InputError(f"{args.model}: trained on echo/ECG dims {geo}, manifest "
-                         f"{args.manifest} has {(arrays.echo.shape[-1], arrays.ecg.shape[-1])}")
+    check_inputs(side["arch"], arrays, args.model, args.manifest)
+    probe, sidecar = load_checkpoint(args.model, args.probe, device, cfg.accelerate)
+    _torch_threads(cfg.threads)
     return cfg, ecfg, arrays, sidecar, probe, device
 
 
@@ -284,7 +283,7 @@ def _evaluate_and_emit(args: argparse.Namespace, model_dir: str, target: str, cf
 
     with console.task(f"{args.probe}: predict and bootstrap {ecfg.n_bootstrap} resamples"):
         out = evaluate_probe(probe, sidecar, arrays, ecfg)
-        merge(out, evaluate_replicas(model_dir, probe, sidecar, arrays, device))
+        merge(out, evaluate_replicas(model_dir, probe, sidecar, arrays, device, cfg.accelerate))
     out["checkpoint_bytes"] = checkpoint_bytes(model_dir)
     _stamp(out, sidecar, time.perf_counter() - start, cfg.threads, device)
     console.emit_json(target, _json_safe(out))

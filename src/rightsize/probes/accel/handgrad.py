@@ -4,12 +4,25 @@ A probe that computes its own gradients writes them into persistent ``.grad`` te
 (:func:`grad_buffers`) and draws its dropout masks exactly as ``nn.Dropout`` does in
 train mode (:func:`dropout_noise`), so a hand-written step consumes the same random
 numbers as autograd's and the two can be tested against each other draw for draw.
+
+The GELU and layer-norm backward passes are aten's kernels (``torch.ops.aten.gelu_backward``,
+``native_layer_norm_backward``: private API) where accelerators are on and this torch has
+them, else the same formulas written with public ops (:func:`gelu_backward`,
+:func:`layer_norm_backward`; equal to float rounding, held in the tests).
 """
 
 from __future__ import annotations
 
+import math
+
 import torch
 from torch import nn
+
+from rightsize.probes.accel import enabled
+
+_ATEN = getattr(torch.ops, "aten", None)
+_PRIVATE = {"gelu_backward": getattr(_ATEN, "gelu_backward", None),
+            "native_layer_norm_backward": getattr(_ATEN, "native_layer_norm_backward", None)}
 
 
 def grad_buffers(model: nn.Module, handed_over: frozenset[str] = frozenset()
@@ -64,8 +77,32 @@ def dropout_noise(drop: nn.Dropout, x: torch.Tensor) -> torch.Tensor | None:
     return torch.empty_like(x).bernoulli_(1 - drop.p).div_(1 - drop.p)
 
 
-gelu_backward = torch.ops.aten.gelu_backward
-layer_norm_backward = torch.ops.aten.native_layer_norm_backward
+def gelu_backward(grad: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """``grad * GELU'(x)`` for the exact (erf) GELU."""
+    op = _PRIVATE["gelu_backward"]
+    if op is not None and enabled():
+        return op(grad, x)
+    cdf = 0.5 * (1.0 + torch.erf(x * (1.0 / math.sqrt(2.0))))
+    pdf = torch.exp(-0.5 * x * x) * (1.0 / math.sqrt(2.0 * math.pi))
+    return grad * (cdf + x * pdf)
+
+
+def layer_norm_backward(d_out: torch.Tensor, x: torch.Tensor, shape: tuple[int, ...],
+                        mean: torch.Tensor, rstd: torch.Tensor, weight: torch.Tensor,
+                        bias: torch.Tensor, mask: list[bool]
+                        ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Gradients ``(d x, d weight, d bias)`` of a layer norm over the last dimension, from
+    its forward's ``mean`` and ``rstd`` (``torch.native_layer_norm``'s second and third
+    outputs); ``mask`` is aten's (all three wanted)."""
+    op = _PRIVATE["native_layer_norm_backward"]
+    if op is not None and enabled():
+        return op(d_out, x, shape, mean, rstd, weight, bias, mask)
+    x_hat = (x - mean) * rstd
+    rows = tuple(range(x.dim() - 1))
+    d_w, d_b = (d_out * x_hat).sum(rows), d_out.sum(rows)
+    g = d_out * weight
+    d_x = rstd * (g - g.mean(-1, keepdim=True) - x_hat * (g * x_hat).mean(-1, keepdim=True))
+    return d_x, d_w, d_b
 
 
 def gelu_dropout_linear_mse(h: torch.Tensor, drop: nn.Dropout, last: nn.Linear,

@@ -12,29 +12,34 @@ to float32 rounding, not bit for bit).
 at least ``MIN_MACS`` multiply-adds, and both operands row- or column-major (a strided slice
 such as one head's columns of a weight sends oneDNN to a reference path ~1000x slower).
 Everywhere else they fall back to ``torch.mm`` / ``F.linear``: other devices, float64 (the
-gradient tests), builds without oneDNN, and small products where oneDNN's per-call set-up
-costs more than it saves.
+gradient tests), builds without oneDNN, small products where oneDNN's per-call set-up
+costs more than it saves, and accelerators off (``train.accelerate: false``,
+:func:`rightsize.probes.accel.use`). The textbook forwards call :func:`mm` for their
+weight-sized products too (:meth:`rightsize.probes.featurenorm.FeatureNorm.lift`).
 """
 
 from __future__ import annotations
 
 import torch
 
-_LINEAR = getattr(getattr(torch.ops, "mkldnn", None), "_linear_pointwise", None)
-_ENABLED = _LINEAR is not None and torch.backends.mkldnn.is_available()
+from rightsize.probes.accel import enabled
+
+_PRIVATE = {"linear_pointwise": getattr(getattr(torch.ops, "mkldnn", None),
+                                         "_linear_pointwise", None)}
+_ENABLED = torch.backends.mkldnn.is_available()
 MIN_MACS = 1 << 20   # multiply-adds below which MKL's lower call overhead wins (measured)
 
 
 def onednn_enabled() -> bool:
     """True when :func:`mm` can route float32 CPU products to oneDNN in this process."""
-    return _ENABLED
+    return _ENABLED and _PRIVATE["linear_pointwise"] is not None
 
 
 def set_onednn(enabled: bool) -> bool:
     """Turn the oneDNN route on or off (for A/B measurements and tests); returns the old state."""
     global _ENABLED
     old = _ENABLED
-    _ENABLED = bool(enabled) and _LINEAR is not None and torch.backends.mkldnn.is_available()
+    _ENABLED = bool(enabled) and torch.backends.mkldnn.is_available()
     return old
 
 
@@ -46,7 +51,8 @@ def _plain(t: torch.Tensor) -> bool:
 def routes(m: int, k: int, n: int, like: torch.Tensor) -> bool:
     """True when an ``(m, k) @ (k, n)`` product of ``like``'s dtype and device, with plain
     operands and no autograd graph, takes the oneDNN route."""
-    return (_ENABLED and like.dtype == torch.float32 and like.device.type == "cpu"
+    return (onednn_enabled() and enabled() and like.dtype == torch.float32
+            and like.device.type == "cpu"
             and min(m, n) >= 8 and m * k * n >= MIN_MACS)
 
 
@@ -68,7 +74,7 @@ def mm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> tor
     """
     if not _applies(a, b):
         return torch.mm(a, b) if out is None else torch.mm(a, b, out=out)
-    res = _LINEAR(a, b.t(), None, "none", [], "")
+    res = _PRIVATE["linear_pointwise"](a, b.t(), None, "none", [], "")
     return res if out is None else out.copy_(res)
 
 
@@ -77,4 +83,4 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
     """``x @ weight.T + bias`` for 2-D ``x`` (m, k) and ``weight`` (n, k)."""
     if not _applies(x, weight.t()):
         return torch.nn.functional.linear(x, weight, bias)
-    return _LINEAR(x, weight, bias, "none", [], "")
+    return _PRIVATE["linear_pointwise"](x, weight, bias, "none", [], "")

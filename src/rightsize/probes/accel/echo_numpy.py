@@ -1,36 +1,36 @@
-"""The ``echo`` probe in numpy: attentive pooling over echo clips and a linear head.
+"""Accelerator ``echo_numpy``: the ``echo`` probe trained and run in numpy, without torch.
 
-The model is :class:`rightsize.probes.models.EchoAttnProbe` (the tests hold this module's
-predictions and gradients to that torch module's autograd): clip embeddings are
-standardized with train-split moments and projected on the top-``pca_rank`` principal
+The model is the textbook :class:`rightsize.probes.echo.EchoAttnProbe` (the tests hold this
+module's predictions and gradients to autograd of that torch module's forward): clip
+embeddings are standardized with train-split moments and projected on the top-``pca_rank`` principal
 directions; a learned query scores a learned null token and every present clip, a softmax
 over them pools the clip coordinates, and a linear head reads the pooled vector (and the
 null token's share). 3,074 parameters at echo_dim 1024: the whole fit is ~0.04 s of numpy
 on one core, while starting torch costs ~0.9 s of a probe process, so this probe, like the
 ECG probe, trains and predicts without torch (on the CPU, whatever ``train.device`` says).
 
-Training follows the torch engine: MSE on the train-standardized LVEF, mini-batches of a
-per-epoch permutation, AdamW with torch's update rule (:func:`adamw_step`), the epoch with
-the lowest validation MSE kept. Initial weights are drawn as ``nn.Linear`` draws them
-(uniform in ``+-1/sqrt(echo_dim)``, null token zero), from numpy's generator seeded with
-the replica's seed, which then draws the shuffles: other numbers than torch's generator
-would give, the same distribution. Arrays are float32, as in the torch probes; weights
-save to ``weights.npz`` (plain arrays, no pickle).
+Training runs in the one loop (:mod:`rightsize.probes.loop`; :class:`NumpyEchoReplicas` is
+the trainer): MSE on the train-standardized LVEF, mini-batches of a per-epoch permutation,
+AdamW with torch's update rule (:func:`adamw_step`), the epoch with the lowest validation MSE
+kept. Applies to every echo probe (it reads no ECG). Initial weights are drawn as
+``nn.Linear`` draws them (uniform in ``+-1/sqrt(echo_dim)``, null token zero), from numpy's
+generator seeded with the replica's seed, which then draws the shuffles: other numbers than
+torch's generator would give, the same distribution. Arrays are float32, as in the torch
+probes; weights save to ``weights.npz`` (plain arrays, no pickle).
 """
 
 from __future__ import annotations
 
 import math
 import os
-import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from rightsize.errors import InputError
-from rightsize.probes.data import Moments, SplitData, Standardizer
+from rightsize.probes.accel import Accelerator
+from rightsize.probes.data import Moments, SplitData
 from rightsize.probes.npzfile import load_npz, save_npz
 
 PARAMS = ("query_weight", "query_bias", "null", "head_weight", "head_bias")
@@ -187,49 +187,72 @@ def init_probe(moments: Moments, seed: int) -> tuple[AttentiveEchoProbe, np.rand
     return probe, rng
 
 
-def fit_attentive(train: SplitData, val: SplitData, std: Standardizer, moments: Moments,
-                  epochs: int, batch_size: int, lr: float, weight_decay: float, seed: int,
-                  runlog: Any = None) -> dict[str, Any]:
-    """Train one replica; keep its best-validation epoch.
+class NumpyEchoReplicas:
+    """K replicas of the echo probe for the one loop (:mod:`rightsize.probes.loop`), in numpy.
 
-    Returns ``{"model", "best_epoch", "steps", "train_loss", "val_loss"}`` (per-epoch
-    standardized MSE lists). ``runlog`` (a :class:`~rightsize.probes.runlog.RunLog`)
-    receives every epoch's step losses and wall times.
+    Replica ``k`` starts from :func:`init_probe` with ``seeds[k]``, whose generator then
+    draws its shuffles; each has its own AdamW moments. Replicas step in lockstep, and each
+    repeats a single run with its seed bit for bit (its arithmetic never mixes with another's).
     """
-    model, rng = init_probe(moments, seed)
-    c_tr, m_tr = model.coords(train)
-    c_va, m_va = model.coords(val)
-    y = std.forward(train.lvef).astype(F32)
-    y_val = std.forward(val.lvef)
-    params = {k: getattr(model, k).copy() for k in PARAMS}
-    live = replace(model, **params)          # adamw_step updates these arrays in place
-    opt = AdamW(lr=lr, weight_decay=weight_decay)
-    n = len(train)
-    best: tuple[float, int, dict[str, np.ndarray] | None] = (math.inf, 0, None)
-    curves: tuple[list[float], list[float]] = ([], [])
-    step = 0
-    for epoch in range(1, epochs + 1):
-        perm = rng.permutation(n)
-        cs, ms, ys = c_tr[perm], m_tr[perm], y[perm]
-        losses, walls = [], []
-        for lo in range(0, n, batch_size):
-            loss, grads = loss_and_grads(live, cs[lo:lo + batch_size],
-                                         ms[lo:lo + batch_size], ys[lo:lo + batch_size])
-            adamw_step(opt, params, grads)
-            losses.append(loss)
-            walls.append(time.time())
-        sizes = np.minimum(batch_size, n - np.arange(0, n, batch_size))
-        train_loss = float(np.dot(losses, sizes) / n)
-        pred_val = live.forward_coords(c_va, m_va).astype(np.float64)
-        val_loss = float(np.mean((pred_val - y_val) ** 2))
-        curves[0].append(train_loss)
-        curves[1].append(val_loss)
-        if runlog is not None:
-            runlog.epoch(epoch, step + 1, losses, walls, train_loss, val_loss, time.time())
-        step += len(losses)
-        if val_loss < best[0]:
-            best = (val_loss, epoch, {k: p.copy() for k, p in params.items()})
-    if best[2] is None:
-        raise InputError("echo: validation loss was never finite (diverged); lower train.lr")
-    return {"model": replace(model, **best[2]), "best_epoch": best[1], "steps": step,
-            "train_loss": curves[0], "val_loss": curves[1]}
+
+    def __init__(self, job: Any) -> None:
+        starts = [init_probe(job.moments, s) for s in job.seeds]
+        self.start = [model for model, _ in starts]
+        self.rngs = [rng for _, rng in starts]
+        # the clip coordinates depend on the train moments only: the same for every replica
+        self.c_tr, self.m_tr = self.start[0].coords(job.train)
+        self.c_va, self.m_va = self.start[0].coords(job.val)
+        self.y = job.std.forward(job.train.lvef).astype(F32)
+        self.y_val = job.std.forward(job.val.lvef)
+        self.n, self.bs = len(job.train), job.cfg.batch_size
+        self.params = [{k: getattr(m, k).copy() for k in PARAMS} for m in self.start]
+        self.live = [replace(m, **p) for m, p in zip(self.start, self.params, strict=True)]
+        self.opts = [AdamW(lr=job.cfg.lr, weight_decay=job.cfg.weight_decay) for _ in self.start]
+        self.best: list[dict[str, np.ndarray] | None] = [None] * len(self.start)
+
+    def start_epoch(self) -> None:
+        """Each replica's permutation, drawn from its own generator."""
+        self.order = []
+        for rng in self.rngs:
+            perm = rng.permutation(self.n)
+            self.order.append((self.c_tr[perm], self.m_tr[perm], self.y[perm]))
+        self.losses: list[list[float]] = [[] for _ in self.start]
+
+    def step(self, j: int, rows: slice) -> None:
+        """One AdamW step of every replica on its rows ``rows``."""
+        for r, (cs, ms, ys) in enumerate(self.order):
+            loss, grads = loss_and_grads(self.live[r], cs[rows], ms[rows], ys[rows])
+            adamw_step(self.opts[r], self.params[r], grads)
+            self.losses[r].append(loss)
+
+    def end_epoch(self) -> tuple[list[float], list[float]]:
+        """Row-weighted train MSE per replica; replica 0's step losses."""
+        sizes = np.minimum(self.bs, self.n - np.arange(0, self.n, self.bs))
+        return [float(np.dot(lo, sizes) / self.n) for lo in self.losses], self.losses[0]
+
+    def val_losses(self) -> list[float]:
+        """Validation MSE per replica."""
+        out = []
+        for live in self.live:
+            pred = live.forward_coords(self.c_va, self.m_va).astype(np.float64)
+            out.append(float(np.mean((pred - self.y_val) ** 2)))
+        return out
+
+    def keep(self, replicas: list[int]) -> None:
+        """Copy these replicas' parameters as their best so far."""
+        for r in replicas:
+            self.best[r] = {k: p.copy() for k, p in self.params[r].items()}
+
+    def finish(self) -> list[AttentiveEchoProbe]:
+        """Each replica's probe with its best parameters."""
+        return [replace(m, **(b or {})) for m, b in zip(self.start, self.best, strict=True)]
+
+
+ACCELERATOR = Accelerator(
+    name="echo_numpy",
+    precondition="any echo probe (it reads no ECG); trains and predicts on the CPU in numpy",
+    knows=frozenset(("epochs",)),
+    applies=lambda facts: True,
+    trainer=NumpyEchoReplicas,
+    uses_torch=False,
+)

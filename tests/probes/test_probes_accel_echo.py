@@ -1,8 +1,9 @@
-"""The numpy echo probe equals the torch EchoAttnProbe: forward, gradients, optimizer, fit.
+"""Accelerator ``echo_numpy`` equals the echo probe's textbook forward: forward, gradients,
+optimizer, fit.
 
-The oracle is torch: :class:`rightsize.probes.models.EchoAttnProbe` with its parameters
-copied into :class:`AttentiveEchoProbe`, in float64 (predictions and the loss to 1e-12,
-gradients to autograd of :func:`reference_forward`, the textbook computation), and
+The oracle is torch: the textbook :class:`rightsize.probes.echo.EchoAttnProbe` with its
+parameters copied into :class:`AttentiveEchoProbe`, in float64 (predictions and the loss to
+1e-12, gradients to autograd of the textbook forward; the probe has no dropout), and
 ``torch.optim.AdamW`` for the update rule (float32).
 """
 
@@ -13,7 +14,7 @@ import pytest
 import torch
 
 from rightsize.errors import DataError
-from rightsize.probes.attentive import (
+from rightsize.probes.accel.echo_numpy import (
     PARAMS,
     AdamW,
     AttentiveEchoProbe,
@@ -21,12 +22,13 @@ from rightsize.probes.attentive import (
     init_probe,
     loss_and_grads,
 )
-from rightsize.probes.data import Moments, SplitData, Standardizer, split_data
-from rightsize.probes.models import EchoAttnProbe
-from rightsize.probes.reference import reference_forward
-from rightsize.probes.train import fit_echo
+from rightsize.probes.data import Moments, SplitData, split_data
+from rightsize.probes.echo import EchoAttnProbe
+from rightsize.probes.estimator import Estimator
 
-from .probe_fixtures import DE, DG, model_inputs, random_model, small_train_config
+from .probe_fixtures import DE, DG, small_train_config
+from .probe_fixtures import probe_inputs as _inputs
+from .probe_fixtures import randomized as _model
 
 TORCH_NAMES = {"query_weight": "query.weight", "query_bias": "query.bias", "null": "null",
                "head_weight": "head.weight", "head_bias": "head.bias"}
@@ -52,8 +54,8 @@ def _split(x: tuple[torch.Tensor, ...]) -> SplitData:
 @pytest.mark.parametrize("rank", [0, 8])
 @pytest.mark.parametrize("clips", [1, 5])
 def test_predictions_equal_the_torch_probe(rank, clips):
-    model = random_model(lambda r: EchoAttnProbe(DE, DG, pca_rank=r), rank).eval()
-    x = model_inputs(clips, 21)
+    model = _model(lambda r: EchoAttnProbe(DE, DG, pca_rank=r), rank).eval()
+    x = _inputs(clips, 21)
     with torch.no_grad():
         want = model(*x).numpy()
     got = _numpy_twin(model).predict_z(_split(x))
@@ -64,10 +66,10 @@ def test_predictions_equal_the_torch_probe(rank, clips):
 @pytest.mark.parametrize("rank", [0, 8])
 @pytest.mark.parametrize("clips", [1, 5])
 def test_loss_and_gradients_equal_autograd_of_the_textbook_forward(rank, clips):
-    model = random_model(lambda r: EchoAttnProbe(DE, DG, pca_rank=r), rank)
-    x = model_inputs(clips, 42)
+    model = _model(lambda r: EchoAttnProbe(DE, DG, pca_rank=r), rank)
+    x = _inputs(clips, 42)
     y = torch.linspace(-2, 2, 42, dtype=torch.float64)
-    loss = torch.nn.functional.mse_loss(reference_forward(model, *x), y)
+    loss = torch.nn.functional.mse_loss(model(*x), y)
     ref = dict(zip([n for n, _ in model.named_parameters()],
                    torch.autograd.grad(loss, list(model.parameters())), strict=True))
     twin = _numpy_twin(model)
@@ -118,11 +120,11 @@ def test_initial_weights_are_drawn_like_nn_linear(cohort):
 
 
 def test_replicas_repeat_single_runs_and_learn(cohort):
-    cfg = small_train_config()
+    est = Estimator("echo", small_train_config())
     train, val = split_data(cohort, "train"), split_data(cohort, "val")
-    std = Standardizer.fit(train.lvef)
-    both = fit_echo(train, val, std, cfg, [0, 1])
-    alone = fit_echo(train, val, std, cfg, [1])
+    both = est.fit(train, val, [0, 1])
+    alone = est.fit(train, val, [1])
+    assert both[0].extra["accelerator"] == "echo_numpy"
     for name in PARAMS:
         np.testing.assert_array_equal(getattr(both[1].probe.model, name),
                                       getattr(alone[0].probe.model, name))
@@ -135,9 +137,8 @@ def test_replicas_repeat_single_runs_and_learn(cohort):
 
 
 def test_checkpoint_round_trip_and_wrong_file(cohort, tmp_path):
-    cfg = small_train_config()
     train, val = split_data(cohort, "train"), split_data(cohort, "val")
-    fit = fit_echo(train, val, Standardizer.fit(train.lvef), cfg, [0])[0]
+    fit = Estimator("echo", small_train_config()).fit(train, val, [0])[0]
     path = fit.probe.model.save(tmp_path)
     back = AttentiveEchoProbe.load(tmp_path)
     np.testing.assert_array_equal(back.predict_z(val), fit.probe.model.predict_z(val))

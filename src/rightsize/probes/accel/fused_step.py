@@ -5,11 +5,11 @@ matmuls that hold the arithmetic. Here the MSE loss and every parameter gradient
 straight-line tensor code (~1,550 aten ops per step, views included), the weight gradients
 are written straight into persistent ``.grad`` buffers, and the output projections are
 per-head composites (below): about 12 % less time per fit at fusion_dim 256 and 10 % at
-1024 on the benchmark machine. The weight-sized products go through :mod:`rightsize.probes.gemm`
-(oneDNN where it applies: a further ~30 % off a fusion_dim-1024 step there). The tests
-hold the loss and every gradient to autograd of the textbook forward
-(:mod:`rightsize.probes.reference`) in float64, and the fp32 oneDNN step to the same step
-without it.
+1024 on the benchmark machine. The weight-sized products go through
+:mod:`rightsize.probes.accel.gemm` (oneDNN where it applies: a further ~30 % off a
+fusion_dim-1024 step there). The tests hold the loss and every gradient to autograd of the
+textbook forward (:meth:`rightsize.probes.fused.CrossAttnFusedProbe.attend`) in float64,
+dropout on, and the fp32 oneDNN step to the same step without it.
 
 Notation (one batch): ``b`` rows, ``c`` clips, ``r`` ranks, ``d`` fusion_dim, ``H`` heads.
 Every token is affine in its coordinates: clip ``e = c_e A_e^T + beta_e``, ECG
@@ -32,29 +32,31 @@ import math
 
 import torch
 
-from rightsize.probes.fused import CrossAttnFusedProbe, per_batch_cheaper
-from rightsize.probes.gemm import linear, mm, routes
-from rightsize.probes.handgrad import (
+from rightsize.probes.accel.fused_coords import coords_loss_backward, per_batch_cheaper
+from rightsize.probes.accel.gemm import linear, mm, routes
+from rightsize.probes.accel.handgrad import (
     gelu_dropout_linear_mse,
     grad_buffers,
     layer_norm_backward,
     named_parameters,
 )
-from rightsize.probes.models import Update
+from rightsize.probes.fused import CrossAttnFusedProbe
+from rightsize.probes.torch_replicas import Batch, Update
 
 # The weight matrices, whose gradients a step with ``update`` hands over as it goes (the
 # attention output weights' from a scratch buffer their per-head products write into)
-OUT_WEIGHTS = ("echo_to_ecg.out.weight", "ecg_to_echo.out.weight")
+BLOCK = "blocks.0."       # the one fusion block's parameters
+OUT_WEIGHTS = (f"{BLOCK}echo_to_ecg.out.weight", f"{BLOCK}ecg_to_echo.out.weight")
 HANDED_OVER = frozenset(("head.0.weight", "echo_proj.weight", "ecg_proj.weight", *OUT_WEIGHTS,
-                         *(f"{block}.{w}.weight" for block in ("echo_to_ecg", "ecg_to_echo")
-                           for w in "qkv")))
+                         *(f"{BLOCK}{block}.{w}.weight"
+                           for block in ("echo_to_ecg", "ecg_to_echo") for w in "qkv")))
 
 
 def manual_step_applies(model: CrossAttnFusedProbe, rows: int) -> bool:
     """True when the coordinate form is the cheaper one for a batch of ``rows`` rows.
 
     Needs a PCA basis on both inputs (``pca_rank > 0``) and :func:`per_batch_cheaper` for
-    both, the test :func:`fused.project` applies.
+    both, the test :func:`~rightsize.probes.accel.fused_coords.project` applies.
     """
     d = model.echo_proj.out_features
     ranks = (model.norm_echo.rank, model.norm_ecg.rank)
@@ -97,10 +99,24 @@ def _out_composite_backward(d_o: torch.Tensor, b_h: torch.Tensor, w_h: torch.Ten
     return torch.cat([mm(d_o[h], w_h[h]) for h in range(heads)], dim=1)
 
 
-def fused_loss_backward(model: CrossAttnFusedProbe, echo: torch.Tensor,
-                        clip_mask: torch.Tensor, ecg: torch.Tensor, has_ecg: torch.Tensor,
-                        y: torch.Tensor, update: Update | None = None) -> torch.Tensor:
-    """MSE of ``model.forward_encoded(...)`` against ``y``; each ``.grad`` set to its gradient,
+def fused_loss_backward(model: CrossAttnFusedProbe, batch: Batch, y: torch.Tensor,
+                        update: Update | None = None) -> torch.Tensor:
+    """One replica's training step: the MSE of the fused probe on ``batch`` (encoded)
+    against ``y``, its gradients in ``.grad`` or handed to ``update``; the loss (no graph).
+
+    The hand-written step (:func:`hand_step`) where it applies (:func:`manual_step_applies`:
+    PCA on, the batch wide enough), else autograd of the coordinate-form forward
+    (:func:`~rightsize.probes.accel.fused_coords.coords_loss_backward`).
+    """
+    if manual_step_applies(model, y.shape[0]):
+        return hand_step(model, **batch, y=y, update=update)
+    return coords_loss_backward(model, batch, y)
+
+
+def hand_step(model: CrossAttnFusedProbe, echo: torch.Tensor, clip_mask: torch.Tensor,
+              ecg: torch.Tensor, has_ecg: torch.Tensor, y: torch.Tensor,
+              update: Update | None = None) -> torch.Tensor:
+    """MSE of the fused probe (one ECG token) against ``y``; each ``.grad`` set to its gradient,
     or, with ``update``, the weight matrices' (:data:`HANDED_OVER`) handed to
     ``update(param, grad)`` instead (their ``.grad`` set to None).
 
@@ -111,7 +127,7 @@ def fused_loss_backward(model: CrossAttnFusedProbe, echo: torch.Tensor,
     reusing the same memory every step keeps a fresh ``d x d`` buffer's page faults out
     of the loop. Returns the loss (0-d, no graph).
 
-    With ``update`` (the training loop passes ``FusedAdamW.update``) a weight is handed over
+    With ``update`` (the training loop passes ``AdamW.update``) a weight is handed over
     as soon as its gradient is final and the rest of the pass no longer reads it, right
     after the backward product that reads it last: the optimizer finds the weight and its
     fresh gradient in cache, and the gradient goes from the product to the optimizer
@@ -144,7 +160,10 @@ def _loss_and_grads(m: CrossAttnFusedProbe, echo: torch.Tensor, clip_mask: torch
                     gr: dict[str, torch.Tensor], update: Update | None) -> torch.Tensor:
     """The loss; each parameter's gradient written into ``gr[name]`` (same shape), or those
     of :data:`HANDED_OVER` handed to ``update``."""
-    params = named_parameters(m) if update is not None else {}
+    # names within the one fusion block, as the rest of this function spells them
+    gr = {k.removeprefix(BLOCK): v for k, v in gr.items()}
+    params = ({k.removeprefix(BLOCK): v for k, v in named_parameters(m).items()}
+              if update is not None else {})
 
     def hand_over(name: str) -> None:
         """``gr[name]`` is final and the parameter is read no more in this pass."""
@@ -159,12 +178,13 @@ def _loss_and_grads(m: CrossAttnFusedProbe, echo: torch.Tensor, clip_mask: torch
             update(params[name], mm(a, b))
 
     b, c = clip_mask.shape
-    e2g, g2e, head = m.echo_to_ecg, m.ecg_to_echo, m.head
+    e2g, g2e, head = m.blocks[0].echo_to_ecg, m.blocks[0].ecg_to_echo, m.head
     heads, d = e2g.heads, m.echo_proj.out_features
     dh, dt = d // heads, echo.dtype
     scale = 1.0 / math.sqrt(dh)
     r_e, r_g = m.norm_echo.rank, m.norm_ecg.rank
-    eps1, eps2 = m.ln_echo.eps, m.ln_ecg.eps
+    ln1, ln2 = m.blocks[0].ln_echo, m.blocks[0].ln_ecg
+    eps1, eps2 = ln1.eps, ln2.eps
 
     # ---- forward -------------------------------------------------------------------------
     me = clip_mask.to(dt)                                                   # (b, c)
@@ -199,7 +219,7 @@ def _loss_and_grads(m: CrossAttnFusedProbe, echo: torch.Tensor, clip_mask: torch
             ).view(b, heads, d)                                               # out(diff_v) per head
     att_e = torch.bmm(w, u1) + (o1[:, r_g + 1].sum(0) + e2g.out.bias)       # (b, c, d)
     y_e = e + att_e
-    ln_e, mu1, rs1 = torch.native_layer_norm(y_e, (d,), m.ln_echo.weight, m.ln_echo.bias, eps1)
+    ln_e, mu1, rs1 = torch.native_layer_norm(y_e, (d,), ln1.weight, ln1.bias, eps1)
     cnt = me.sum(1).clamp(min=1).unsqueeze(-1)                              # (b, 1)
     pooled = torch.bmm(me.unsqueeze(1), ln_e).squeeze(1) / cnt              # (b, d)
 
@@ -221,7 +241,7 @@ def _loss_and_grads(m: CrossAttnFusedProbe, echo: torch.Tensor, clip_mask: torch
     kappa = torch.cat([px, wg[..., :1]], dim=-1).reshape(b, heads * (r_e + 1))
     o2_flat = o2[:, :r_e + 1].reshape(heads * (r_e + 1), d)
     y_g = g + linear(kappa, o2_flat.t(), o2[:, r_e + 1].sum(0) + g2e.out.bias)
-    ln_g, mu2, rs2 = torch.native_layer_norm(y_g, (d,), m.ln_ecg.weight, m.ln_ecg.bias, eps2)
+    ln_g, mu2, rs2 = torch.native_layer_norm(y_g, (d,), ln2.weight, ln2.bias, eps2)
 
     # head: Linear -> GELU -> Dropout -> Linear, and its backward down to h1
     z = torch.cat([pooled, ln_g], dim=1)                                    # (b, 2d)
@@ -236,7 +256,7 @@ def _loss_and_grads(m: CrossAttnFusedProbe, echo: torch.Tensor, clip_mask: torch
 
     # ECG side: layer norm, output composite, softmax, scores
     d_yg, d_w2, d_b2 = layer_norm_backward(
-        d_z[:, d:].contiguous(), y_g, (d,), mu2, rs2, m.ln_ecg.weight, m.ln_ecg.bias,
+        d_z[:, d:].contiguous(), y_g, (d,), mu2, rs2, ln2.weight, ln2.bias,
         [True, True, True])
     gr["ln_ecg.weight"].copy_(d_w2)
     gr["ln_ecg.bias"].copy_(d_b2)
@@ -271,7 +291,7 @@ def _loss_and_grads(m: CrossAttnFusedProbe, echo: torch.Tensor, clip_mask: torch
     # echo side: mean over clips, layer norm, output composite, sigmoid, scores
     d_ln_e = (me / cnt).unsqueeze(-1) * d_z[:, :d].unsqueeze(1)             # (b, c, d)
     d_ye, d_w1, d_b1 = layer_norm_backward(
-        d_ln_e, y_e, (d,), mu1, rs1, m.ln_echo.weight, m.ln_echo.bias, [True, True, True])
+        d_ln_e, y_e, (d,), mu1, rs1, ln1.weight, ln1.bias, [True, True, True])
     gr["ln_echo.weight"].copy_(d_w1)
     gr["ln_echo.bias"].copy_(d_b1)
     torch.sum(d_ye, (0, 1), out=gr["echo_to_ecg.out.bias"])
@@ -299,20 +319,29 @@ def _loss_and_grads(m: CrossAttnFusedProbe, echo: torch.Tensor, clip_mask: torch
 
     # q/k/v weights and the token bases (residual streams included): each weight's
     # gradient right after the product that reads the weight for the last time
-    d_xg = mm(d_pk, e2g.k.weight)
-    weight_grad("echo_to_ecg.k.weight", d_pk.t(), x_g)
-    d_xg += mm(d_pv, e2g.v.weight)
-    weight_grad("echo_to_ecg.v.weight", d_pv.t(), x_g)
-    d_xg[:r_g + 1] += mm(d_pq, g2e.q.weight)
-    weight_grad("ecg_to_echo.q.weight", d_pq.t(), x_g[:r_g + 1])
+    def through_qkv(x: torch.Tensor, *parts: tuple[str, torch.Tensor]) -> torch.Tensor:
+        """Gradient of the token basis ``x`` through the products ``d_p`` of its first
+        rows with each weight ``name`` (``d_p @ W`` summed), each weight's own gradient
+        ``d_p^T x`` taken right after its last read."""
+        d_x = None
+        for name, d_p in parts:
+            w, n = params_of[name], d_p.shape[0]
+            if d_x is None:
+                d_x = mm(d_p, w)
+            else:
+                d_x[:n] += mm(d_p, w)
+            weight_grad(name, d_p.t(), x[:n])
+        return d_x
+
+    params_of = {"echo_to_ecg.k.weight": e2g.k.weight, "echo_to_ecg.v.weight": e2g.v.weight,
+                 "ecg_to_echo.q.weight": g2e.q.weight, "ecg_to_echo.k.weight": g2e.k.weight,
+                 "ecg_to_echo.v.weight": g2e.v.weight, "echo_to_ecg.q.weight": e2g.q.weight}
+    d_xg = through_qkv(x_g, ("echo_to_ecg.k.weight", d_pk), ("echo_to_ecg.v.weight", d_pv),
+                       ("ecg_to_echo.q.weight", d_pq))
     d_xg[:r_g] += mm(c_g.t(), d_yg)
     d_xg[r_g] += gr["ecg_to_echo.out.bias"]                  # = d_yg summed over rows
-    d_xe = mm(d_ke, g2e.k.weight)
-    weight_grad("ecg_to_echo.k.weight", d_ke.t(), x_e)
-    d_xe += mm(d_ve, g2e.v.weight)
-    weight_grad("ecg_to_echo.v.weight", d_ve.t(), x_e)
-    d_xe[:r_e + 1] += mm(d_qe, e2g.q.weight)
-    weight_grad("echo_to_ecg.q.weight", d_qe.t(), x_e[:r_e + 1])
+    d_xe = through_qkv(x_e, ("ecg_to_echo.k.weight", d_ke), ("ecg_to_echo.v.weight", d_ve),
+                       ("echo_to_ecg.q.weight", d_qe))
     d_xe_r = d_xe[:r_e]
     d_xe_r += mm(c_e.reshape(b * c, r_e).t(), d_ye.reshape(b * c, d))
     d_xe[r_e] += gr["echo_to_ecg.out.bias"]                  # = d_ye summed over rows, clips

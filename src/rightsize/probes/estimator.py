@@ -1,0 +1,193 @@
+"""One interface for every probe: architecture, fit (K seed replicas), load, input checks.
+
+An :class:`Estimator` is a probe's registry entry (:mod:`rightsize.probes.registry`) with
+the ``train`` config. ``fit`` trains K replicas and returns one :class:`FitResult` per
+seed, each holding a :class:`~rightsize.probes.predict.Probe` (predict / mae / attention,
+saved and loaded by :mod:`rightsize.probes.checkpoint`); train, evaluate, the
+missing-modality test, the footprint and the seed replicas all go through these. A
+gradient-trained probe runs the one loop (:func:`rightsize.probes.loop.train`) with the
+trainer of the accelerator that applies (:func:`rightsize.probes.accel.select`) or the
+textbook trainer (autograd of the probe's textbook forward); a closed-form probe (ECG) is
+fitted once, its replicas identical.
+
+Nothing here imports torch: a probe whose trainer is numpy never loads it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+from rightsize.errors import InputError
+from rightsize.probes import accel
+from rightsize.probes.config import SCHEDULE_KEYS, TrainConfig
+from rightsize.probes.data import Moments, SplitData, Standardizer, ecg_tokens
+from rightsize.probes.loop import train as train_loop
+from rightsize.probes.predict import Probe
+from rightsize.probes.registry import Entry, entry, resolve
+from rightsize.probes.runlog import RunLog
+
+
+@dataclass
+class FitResult:
+    """A trained replica and how it got there."""
+
+    probe: Probe
+    arch: dict[str, Any]
+    best_epoch: int
+    epochs: int
+    steps: int                       # optimizer steps taken (1 for a closed-form probe)
+    train_loss: list[float]          # per epoch, standardized MSE
+    val_loss: list[float]
+    val_mae: float                   # best epoch, percent
+    train_mae: float                 # best epoch, percent
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class FitJob:
+    """Everything a replica trainer needs (what ``Accelerator.trainer`` receives)."""
+
+    name: str
+    arch: dict[str, Any]
+    cfg: TrainConfig
+    sub: Any                         # the probe's config block (``cfg.<probe>``)
+    train: SplitData
+    val: SplitData
+    std: Standardizer
+    moments: Moments
+    seeds: list[int]
+    device: str
+    build: Callable[[dict[str, Any]], Any]   # arch -> the textbook torch module
+
+
+class Estimator:
+    """Probe ``name`` under ``cfg`` on ``device``."""
+
+    def __init__(self, name: str, cfg: TrainConfig, device: str = "cpu") -> None:
+        self.name, self.cfg, self.device = name, cfg, device
+        self.entry: Entry = entry(name)
+        self.sub = getattr(cfg, name)
+
+    def arch(self, data: SplitData) -> dict[str, Any]:
+        """The JSON-able architecture of a model for ``data``'s input geometry: the probe,
+        input dims, ECG tokens and their pooling, ``pca_rank``, and every key of the probe's
+        block that shapes the model (not :data:`~rightsize.probes.config.SCHEDULE_KEYS`)."""
+        arch: dict[str, Any] = {"probe": self.name, "echo_dim": int(data.echo.shape[-1]),
+                                "ecg_dim": int(data.ecg.shape[-1]),
+                                "pca_rank": int(self.cfg.pca_rank)}
+        for f in fields(self.sub):
+            if f.name not in SCHEDULE_KEYS:
+                arch[f.name] = getattr(self.sub, f.name)
+        arch["ecg_tokens"] = ecg_tokens(data.ecg)
+        arch["ecg_pooling"] = self.entry.ecg_pooling
+        return arch
+
+    def accelerator(self, arch: dict[str, Any] | None = None) -> accel.Accelerator | None:
+        """The accelerator that trains (and predicts) this probe, or None (textbook).
+
+        Without ``arch`` (before the data is read) the answer is the config's alone.
+        """
+        facts = {**asdict(self.sub), **(arch or {})}
+        return accel.select(self.entry.accelerators, facts, config_defaults(self.name),
+                            on=self.cfg.accelerate)
+
+    @property
+    def uses_torch(self) -> bool:
+        """True when training or predicting this probe loads torch (False: numpy only)."""
+        if self.entry.closed_form:
+            return False
+        acc = self.accelerator()
+        return acc is None or acc.uses_torch
+
+    def build(self, arch: dict[str, Any]) -> Any:
+        """The textbook torch module for ``arch`` (fresh parameters)."""
+        return build_module(self.name, arch)
+
+    def fit(self, train: SplitData, val: SplitData, seeds: list[int],
+            runlog: RunLog | None = None) -> list[FitResult]:
+        """One replica per seed, trained on ``train``, each at its best ``val`` epoch;
+        ``runlog`` receives replica 0's epochs."""
+        std = Standardizer.fit(train.lvef)
+        if self.entry.closed_form:
+            fit = resolve(self.entry.closed_form)(self, train, val, std, runlog)
+            return [fit] * len(seeds)
+        arch = self.arch(train)
+        moments = Moments.fit(train, self.cfg.pca_rank, ecg=self.entry.uses_ecg,
+                              threads=self.cfg.threads)
+        acc = self.accelerator(arch)
+        job = FitJob(self.name, arch, self.cfg, self.sub, train, val, std, moments, seeds,
+                     self.device, self.build)
+        with accel.use(self.cfg.accelerate), self._runtime(acc):
+            if acc is not None:
+                trainer = acc.trainer(job)
+            else:
+                from rightsize.probes.torch_replicas import textbook_trainer
+
+                trainer = textbook_trainer(job)
+            reps = train_loop(trainer, len(train), self.cfg.batch_size, self.sub.epochs,
+                              self.name, seeds, runlog)
+            del trainer       # its batches and optimizer state, before predicting the splits
+            out = []
+            for rep in reps:
+                probe = Probe(self.name, rep.model, std)
+                out.append(FitResult(probe=probe, arch=arch, best_epoch=rep.best_epoch,
+                                     epochs=self.sub.epochs, steps=rep.steps,
+                                     train_loss=rep.train_loss, val_loss=rep.val_loss,
+                                     val_mae=probe.mae(val), train_mae=probe.mae(train),
+                                     extra={"accelerator": acc.name if acc else "none"}))
+        return out
+
+    @contextlib.contextmanager
+    def _runtime(self, acc: accel.Accelerator | None) -> Iterator[None]:
+        """torch seeded and at ``train.threads`` threads, or numpy's BLAS at that many."""
+        if acc is None or acc.uses_torch:
+            from rightsize.probes.torch_replicas import torch_runtime
+
+            with torch_runtime(self.cfg.seed, self.cfg.threads, self.device):
+                yield
+        else:
+            from threadpoolctl import threadpool_limits
+
+            with threadpool_limits(limits=self.cfg.threads):
+                yield
+
+
+# Architecture keys that describe the inputs, not the module's constructor
+INPUT_KEYS = ("probe", "ecg_tokens", "ecg_pooling")
+
+
+def config_defaults(name: str) -> dict[str, Any]:
+    """Default value of every key of probe ``name``'s config block."""
+    block = TrainConfig.__dataclass_fields__[name].default_factory()   # type: ignore[misc]
+    return {f.name: getattr(block, f.name) for f in fields(block)}
+
+
+def build_module(name: str, arch: dict[str, Any]) -> Any:
+    """Probe ``name``'s textbook torch module for architecture ``arch`` (fresh parameters;
+    ``TypeError`` for an arch key its constructor does not take)."""
+    cls = resolve(entry(name).model)
+    return cls(**{k: v for k, v in arch.items() if k not in INPUT_KEYS})
+
+
+def inference_accelerator(name: str, arch: dict[str, Any],
+                          on: bool) -> accel.Accelerator | None:
+    """The accelerator whose forward predicts with a saved ``arch`` model, or None."""
+    return accel.select(entry(name).accelerators, arch, config_defaults(name), on=on)
+
+
+def check_inputs(arch: dict[str, Any], data: SplitData | Any, where: str, manifest: str) -> None:
+    """``InputError`` unless a model with ``arch`` (saved in ``where``) reads ``data``'s
+    inputs: the same echo and ECG dimensions and the same number of ECG tokens."""
+    geo = (arch.get("echo_dim"), arch.get("ecg_dim"))
+    have = (int(data.echo.shape[-1]), int(data.ecg.shape[-1]))
+    if geo != have:
+        raise InputError(f"{where}: trained on echo/ECG dims {geo}, manifest {manifest} "
+                         f"has {have}")
+    trained, given = int(arch.get("ecg_tokens", 1)), ecg_tokens(data.ecg)
+    if trained != given:
+        raise InputError(f"{where}: trained at {trained} ECG token(s) per subject, manifest "
+                         f"{manifest} has {given} (retrain on this manifest, or evaluate on "
+                         f"one with {trained})")

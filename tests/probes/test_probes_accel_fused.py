@@ -1,0 +1,195 @@
+"""Accelerators ``fused_pooled`` and ``fused_tokens`` equal the fused probe's textbook
+forward, and the textbook forward equals torch's own multi-head attention.
+
+Float64, random moments, orthonormal PCA bases, masked clips and absent modalities; the
+shapes make :func:`project` and :func:`mix_two_keys` take each of their two branches and
+the training step take both its hand-written and its autograd form. Head dropout is on in
+the step tests, with the same masks on both sides (both draw from the global generator).
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from rightsize.probes.accel.fused_coords import (
+    coords_loss_backward,
+    fuse_encoded,
+    mix_two_keys,
+    project,
+)
+from rightsize.probes.accel.fused_step import fused_loss_backward, manual_step_applies
+from rightsize.probes.featurenorm import masked_mean
+
+from .probe_fixtures import makers, probe_inputs, randomized
+
+F = torch.nn.functional
+
+
+def _mha(block, query, keys, valid):
+    """torch's ``multi_head_attention_forward`` with ``block``'s weights: the oracle."""
+    d = block.q.in_features
+    out, w = F.multi_head_attention_forward(
+        query.transpose(0, 1), keys.transpose(0, 1), keys.transpose(0, 1), d, block.heads,
+        None, torch.cat([block.q.bias, block.k.bias, block.v.bias]), None, None, False, 0.0,
+        block.out.weight, block.out.bias, training=False, key_padding_mask=~valid,
+        need_weights=True, use_separate_proj_weight=True, q_proj_weight=block.q.weight,
+        k_proj_weight=block.k.weight, v_proj_weight=block.v.weight,
+        average_attn_weights=False)
+    return out.transpose(0, 1), w
+
+
+def _oracle(model, echo, clip_mask, ecg, has_ecg):
+    """The fused probe as its docstring describes it, on full-width normalized inputs, one
+    block, with torch's multi-head attention (no coordinates, no lift)."""
+    blk = model.blocks[0]
+    e = model.echo_proj(model.norm_echo(echo, clip_mask))                    # (B, c, d)
+    tokens = ecg if ecg.dim() == 3 else ecg.unsqueeze(1)
+    g = model.ecg_proj(model.norm_ecg(tokens, has_ecg))                      # (B, N, d)
+    b, n = g.shape[:2]
+    ones = torch.ones(b, 1, dtype=torch.bool)
+    kv_g = torch.cat([model.ecg_null.expand(b, 1, -1), g], dim=1)
+    a_e, w_e = _mha(blk.echo_to_ecg, e, kv_g, torch.cat([ones, has_ecg[:, None].expand(b, n)], 1))
+    pooled = masked_mean(blk.ln_echo(e + a_e), clip_mask)
+    q = g.mean(1, keepdim=True)
+    kv_e = torch.cat([model.echo_null.expand(b, 1, -1), e], dim=1)
+    a_g, w_g = _mha(blk.ecg_to_echo, q, kv_e, torch.cat([ones, clip_mask], 1))
+    g2 = blk.ln_ecg(q + a_g).squeeze(1)
+    return model.head(torch.cat([pooled, g2], dim=1)).squeeze(-1), w_e, w_g
+
+
+@pytest.mark.parametrize("rank", [0, 8])
+@pytest.mark.parametrize("clips", [1, 5])
+@pytest.mark.parametrize("tokens", [0, 3])
+def test_textbook_forward_is_torch_multi_head_attention(rank, clips, tokens):
+    model = randomized(makers()["fused"], rank).eval()
+    x = probe_inputs(clips, 14, tokens=tokens)
+    out, w_e, w_g = model.attend(**model.encode(*x))
+    ref, r_e, r_g = _oracle(model, *x)
+    torch.testing.assert_close(out, ref, rtol=1e-10, atol=1e-12)
+    torch.testing.assert_close(w_e, r_e, rtol=1e-10, atol=1e-12)
+    torch.testing.assert_close(w_g, r_g, rtol=1e-10, atol=1e-12)
+    assert w_e.shape == (14, 4, clips, 1 + max(tokens, 1)) and w_g.shape == (14, 4, 1, 1 + clips)
+
+
+# 7 rows keep the clip attention on full-width tokens, 42 rows (rank 8) put it in the clip
+# coordinates (see the cost test in fuse_encoded).
+@pytest.mark.parametrize("rank, rows", [(0, 7), (8, 7), (8, 42)])
+@pytest.mark.parametrize("clips", [1, 5])
+@pytest.mark.parametrize("tokens", [0, 3])
+def test_fast_forward_equals_the_textbook_forward_and_its_gradients(rank, rows, clips, tokens):
+    model = randomized(makers()["fused"], rank)
+    enc = model.encode(*probe_inputs(clips, rows, tokens=tokens))
+    weights = torch.arange(rows, dtype=torch.float64)    # a loss that weighs rows differently
+    fast, f_e, f_g = fuse_encoded(model, **enc, need_weights=True)
+    ref, r_e, r_g = model.attend(**enc)
+    torch.testing.assert_close(fast, ref, rtol=1e-10, atol=1e-12)
+    torch.testing.assert_close(f_e, r_e, rtol=1e-10, atol=1e-12)
+    torch.testing.assert_close(f_g, r_g, rtol=1e-10, atol=1e-12)
+    params = list(model.parameters())
+    g_fast = torch.autograd.grad((fast * weights).sum(), params)
+    g_ref = torch.autograd.grad((ref * weights).sum(), params)
+    for (name, _), a, b in zip(model.named_parameters(), g_fast, g_ref, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-11, msg=name)
+
+
+def _textbook_grads(model, enc, y, seed):
+    torch.manual_seed(seed)
+    loss = F.mse_loss(model.forward_encoded(**enc), y)
+    return loss, torch.autograd.grad(loss, list(model.parameters()))
+
+
+@pytest.mark.parametrize("rank, rows", [(0, 7), (8, 7), (8, 42), (8, 84)])
+@pytest.mark.parametrize("clips", [1, 5])
+@pytest.mark.parametrize("train", [True, False])
+def test_training_step_equals_autograd_of_the_textbook_forward(rank, rows, clips, train):
+    """Loss and every gradient, dropout on (train mode) with the same masks."""
+    model = randomized(makers(dropout=0.3)["fused"], rank)
+    model.train(train)
+    enc = model.encode(*probe_inputs(clips, rows))
+    y = torch.linspace(-2, 2, rows, dtype=torch.float64)
+    ref_loss, ref_grads = _textbook_grads(model, enc, y, seed=3)
+    for _ in range(2):                       # the second call replaces, not adds
+        torch.manual_seed(3)
+        loss = fused_loss_backward(model, enc, y)
+        assert loss.grad_fn is None
+        torch.testing.assert_close(loss, ref_loss.detach(), rtol=1e-12, atol=0)
+        for (name, p), g in zip(model.named_parameters(), ref_grads, strict=True):
+            torch.testing.assert_close(p.grad, g, rtol=1e-9, atol=1e-11, msg=name)
+
+
+@pytest.mark.parametrize("rank, rows", [(0, 7), (8, 42)])
+@pytest.mark.parametrize("train", [True, False])
+def test_token_training_step_equals_autograd_of_the_textbook_forward(rank, rows, train):
+    """fused_tokens: autograd of the coordinate-form forward, N = 3 tokens, dropout on."""
+    model = randomized(makers(dropout=0.3)["fused"], rank)
+    model.train(train)
+    enc = model.encode(*probe_inputs(5, rows, tokens=3))
+    y = torch.linspace(-2, 2, rows, dtype=torch.float64)
+    ref_loss, ref_grads = _textbook_grads(model, enc, y, seed=3)
+    torch.manual_seed(3)
+    loss = coords_loss_backward(model, enc, y)
+    torch.testing.assert_close(loss, ref_loss.detach(), rtol=1e-12, atol=0)
+    for (name, p), g in zip(model.named_parameters(), ref_grads, strict=True):
+        torch.testing.assert_close(p.grad, g, rtol=1e-9, atol=1e-11, msg=name)
+
+
+def test_the_hand_written_step_is_the_one_tested():
+    model = randomized(makers()["fused"], 8)
+    assert manual_step_applies(model, 42) and manual_step_applies(model, 84)
+    assert not manual_step_applies(model, 7)                   # falls back to autograd
+    assert not manual_step_applies(randomized(makers()["fused"], 0), 84)
+
+
+def test_hand_written_dropout_is_live_in_train_mode():
+    model = randomized(makers(dropout=0.3)["fused"], 8)
+    enc, y = model.encode(*probe_inputs(5, 42)), torch.zeros(42, dtype=torch.float64)
+    losses = []
+    for seed in (1, 2):
+        torch.manual_seed(seed)
+        losses.append(fused_loss_backward(model, enc, y))
+    assert losses[0] != losses[1]
+    model.eval()
+    assert fused_loss_backward(model, enc, y) == fused_loss_backward(model, enc, y)
+
+
+def test_a_step_after_the_gradients_were_dropped_fills_fresh_ones():
+    model = randomized(makers(dropout=0.3)["fused"], 8)
+    enc = model.encode(*probe_inputs(5, 42))
+    y = torch.linspace(-1, 1, 42, dtype=torch.float64)
+    torch.manual_seed(0)
+    fused_loss_backward(model, enc, y)
+    first = {n: p.grad.clone() for n, p in model.named_parameters()}
+    for p in model.parameters():
+        p.grad = None                          # what zero_grad(set_to_none=True) does
+    torch.manual_seed(0)
+    fused_loss_backward(model, enc, y)
+    for n, p in model.named_parameters():
+        assert p.grad is not None, n
+        torch.testing.assert_close(p.grad, first[n], rtol=0, atol=0, msg=n)
+
+
+@pytest.mark.parametrize("rows, rank", [(2, 4), (64, 4), (64, 40)])
+def test_project_either_order_is_the_same_affine_map(rows, rank):
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(16, 12).double()
+    a_w, a_b = torch.randn(16, rank, dtype=torch.float64), torch.randn(16, dtype=torch.float64)
+    c = torch.randn(rows, rank, dtype=torch.float64)
+    x = F.linear(c, a_w, a_b)
+    null = torch.randn(1, 16, dtype=torch.float64)
+    tokens, out_null = project(lin, c, a_w, a_b, x, null)
+    torch.testing.assert_close(tokens, lin(x))
+    torch.testing.assert_close(out_null, lin(null))
+    assert project(lin, c, a_w, a_b, x)[1] is None
+
+
+@pytest.mark.parametrize("clips", [1, 6])
+def test_mix_two_keys_is_the_projected_convex_mix(clips):
+    torch.manual_seed(0)
+    b, d, heads = 3, 8, 2
+    out = torch.nn.Linear(d, d).double()
+    w = torch.rand(b, clips, heads, dtype=torch.float64)
+    v_null, v_key = torch.randn(1, d, dtype=torch.float64), torch.randn(b, d, dtype=torch.float64)
+    per_head_w = w.repeat_interleave(d // heads, dim=-1)               # (b, clips, d)
+    expect = out(v_null + per_head_w * (v_key.unsqueeze(1) - v_null))
+    torch.testing.assert_close(mix_two_keys(w, v_null, v_key, out, heads), expect)
