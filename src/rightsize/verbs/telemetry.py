@@ -96,7 +96,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     g.add_argument("--peak-tflops", type=_pos_float, metavar="P", help="per-GPU peak TFLOP/s")
     g = p.add_argument_group("output")
     g.add_argument("--json", metavar="PATH",
-                   help="write the report as JSON (DVC metrics); '-' prints it on stdout")
+                   help="write the report as JSON (the detail file); '-' prints it on stdout")
     g.add_argument("--val-csv", metavar="PATH", help="write epoch,step,value (DVC plots)")
     headline.add_argument(g, "step time, epoch hours, epochs, active and calendar hours, ETA; "
                              "named after --run, else after the file")
