@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from rightsize.errors import DataError
@@ -45,6 +45,23 @@ class Kind:
     picks: tuple[Pick, ...]
 
 
+RUN = Kind("{item}", (
+    Pick("step_time_s", "report", "step_time_s.median"),
+    Pick("epoch_hours", "report", "epoch_hours"),
+    Pick("epochs_run", "report", "epochs_run"),
+    Pick("active_hours", "report", "active_hours"),
+    Pick("calendar_hours", "report", "calendar_hours"),
+    Pick("eta_hours", "report", "eta.remaining_calendar_hours", optional=True),
+))
+
+
+def in_seconds(kind: Kind) -> Kind:
+    """``kind`` with its durations in seconds: each ``<x>_hours`` becomes ``<x>_s``."""
+    return Kind(kind.name, tuple(
+        replace(p, name=p.name.removesuffix("_hours") + "_s", scale=p.scale * SECONDS)
+        if p.name.endswith("_hours") else p for p in kind.picks))
+
+
 LAYOUT: dict[str, Kind] = {
     # train@<probe>: metrics/eval/<probe>.json and metrics/missing/<probe>.json
     "probe": Kind("{item}", (
@@ -62,23 +79,9 @@ LAYOUT: dict[str, Kind] = {
         # attention.echo_to_ecg is one more optional Pick here; every head stays in the detail.
     )),
     # telemetry@<run>: metrics/telemetry/<run>.json, a rescued run (hours)
-    "run": Kind("{item}", (
-        Pick("step_time_s", "report", "step_time_s.median"),
-        Pick("epoch_hours", "report", "epoch_hours"),
-        Pick("epochs_run", "report", "epochs_run"),
-        Pick("active_hours", "report", "active_hours"),
-        Pick("calendar_hours", "report", "calendar_hours"),
-        Pick("eta_hours", "report", "eta.remaining_calendar_hours", optional=True),
-    )),
+    "run": RUN,
     # probe_telemetry@<probe>: metrics/telemetry/probe_<probe>.json, a run of seconds
-    "run_seconds": Kind("{item}", (
-        Pick("step_time_s", "report", "step_time_s.median"),
-        Pick("epoch_s", "report", "epoch_hours", scale=SECONDS),
-        Pick("epochs_run", "report", "epochs_run"),
-        Pick("active_s", "report", "active_hours", scale=SECONDS),
-        Pick("calendar_s", "report", "calendar_hours", scale=SECONDS),
-        Pick("eta_s", "report", "eta.remaining_calendar_hours", scale=SECONDS, optional=True),
-    )),
+    "run_seconds": in_seconds(RUN),
     # cohort: metrics/cohort.json
     "cohort": Kind("manifest", (
         Pick("rows", "cohort", "n_subjects"),
