@@ -117,7 +117,6 @@ def test_dvc_yaml_declares_headline_files_as_metrics_and_detail_as_uncached_outs
             if path.startswith("metrics/"):
                 assert opts.get("cache") is False, f"stage {name}: {path} is cached"
                 detail[path] = name
-    assert len(headline) == 7      # telemetry, cohort, train, probe_telemetry, footprint, ...
     # every stage that writes detail JSON under metrics/ has its headline file
     assert {s for p, s in detail.items() if p.endswith(".json")
             and not p.startswith("metrics/verify/")} == set(headline.values())
