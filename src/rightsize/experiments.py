@@ -4,9 +4,9 @@ This is the only module that knows DVC's command line. It runs ``dvc`` as a subp
 (never imports it), parses ``dvc exp show --json`` into :class:`ExpRow` records, and
 summarizes every numeric metric across the baseline commit and its experiments.
 
-Metric keys are ``<metrics file>:<dotted key>``, e.g. ``metrics/eval/fused.json:test.mae``.
-Note that DVC drops lists and strings from metrics files, so a confidence interval is
-only visible to DVC when stored as scalar keys (``lo``/``hi``), not as a list.
+Metric keys are ``<metrics file>:<dotted key>``, e.g.
+``metrics/headline/probes/fused.json:fused.test_mae``: DVC's metrics are the headline files
+dvc.yaml declares (docs/outputs.md); lists and strings in them would be dropped.
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ import pytest
 import yaml
 from pipeline_helpers import (
     PROBES,
+    REPO,
     copy_project,
     dvc,
     file_digests,
@@ -95,14 +96,15 @@ def test_queued_seed_sweep_and_seeds_summary(project, pipeline_env, tmp_path):
     data = [g["revs"][0]["data"] for g in groups]
     assert sorted(d["params"]["params.yaml"]["data"]["train"]["seed"] for d in data) == [1, 2]
 
-    key = "metrics/eval/fused.json"
-    base_mae = json.loads((project / key).read_text())["test"]["mae"]
-    maes = [base_mae] + [d["metrics"][key]["data"]["test"]["mae"] for d in data]
+    key = "metrics/headline/probes/fused.json"          # what rightsize seeds reads: metrics
+    base_mae = json.loads((project / key).read_text())["fused"]["test_mae"]
+    assert base_mae == json.loads((project / "metrics/eval/fused.json").read_text())["test"]["mae"]
+    maes = [base_mae] + [d["metrics"][key]["data"]["fused"]["test_mae"] for d in data]
     out = tmp_path / "seeds.json"
     run(["rightsize", "seeds", "--json", str(out), "--metrics-prefix", key], project,
         pipeline_env)
     summary = json.loads(out.read_text())
-    mae = summary["metrics"][f"{key}:test.mae"]
+    mae = summary["metrics"][f"{key}:fused.test_mae"]
     assert mae["n"] == 3
     assert mae["mean"] == pytest.approx(statistics.fmean(maes))
     assert mae["sd"] == pytest.approx(statistics.stdev(maes))
@@ -121,11 +123,36 @@ def test_exp_run_seeds_changes_the_spread_and_exp_show_lists_it(project, pipelin
     groups = _exp_groups(project, pipeline_env)
     assert [g["name"] for g in groups] == ["three"]
     metrics = groups[0]["revs"][0]["data"]["metrics"]
-    fused = metrics["metrics/eval/fused.json"]["data"]
-    assert fused["n_seeds"] == 3 and set(fused["seeds"]) == {"r0", "r1", "r2"}
-    assert fused["test"]["mae_mean"] != base["fused"]["test"]["mae_mean"]
-    assert fused["test"]["mae"] == base["fused"]["test"]["mae"]      # seed 0 is unchanged
+    fused = metrics["metrics/headline/probes/fused.json"]["data"]["fused"]
+    assert fused["test_mae_mean"] != base["fused"]["test"]["mae_mean"]
+    assert fused["test_mae"] == base["fused"]["test"]["mae"]          # seed 0 is unchanged
+    detail = json.loads((project / "metrics/eval/fused.json").read_text())   # applied
+    assert detail["n_seeds"] == 3 and set(detail["seeds"]) == {"r0", "r1", "r2"}
+    assert detail["test"]["mae_mean"] == fused["test_mae_mean"]
     table = dvc(project, pipeline_env, "exp", "show", "--csv").stdout
     header = table.splitlines()[0].split(",")
-    for stat in ("mean", "sd", "min", "max"):
-        assert any(h.endswith(f"test.mae_{stat}") for h in header), stat
+    for stat in ("mean", "sd"):
+        assert f"fused.test_mae_{stat}" in header, stat
+
+    # dvc metrics diff: one row per headline number that moved, named as in exp show
+    diff = json.loads(dvc(project, pipeline_env, "metrics", "diff", "--json").stdout)
+    moved = {k for entries in diff.values() for k in entries}
+    assert {"fused.test_mae_mean", "fused.test_mae_sd", "echo.test_auroc_mean"} <= moved
+    assert "fused.test_mae" not in moved and "ecg.test_mae" not in moved
+    assert all(path.startswith("metrics/headline/") for path in diff)
+    text = dvc(project, pipeline_env, "metrics", "diff").stdout
+    assert max(len(line) for line in text.splitlines()) <= 120
+
+    # --only-changed lists every timing too (they move every run); the README's --drop
+    # keeps the model numbers, and that table fits a wide terminal
+    env = {**pipeline_env, "COLUMNS": "4000"}
+    every = dvc(project, env, "exp", "show", "--only-changed", "--no-pager").stdout
+    model = dvc(project, env, "exp", "show", "--only-changed", "--no-pager",
+                "--drop", MEASURED_COLUMNS).stdout
+    assert "fused.train_eval_s" in every and "fused.train_eval_s" not in model
+    assert "fused.test_mae_sd" in model and "train.seeds" in model
+    assert max(len(line.rstrip()) for line in model.splitlines()) <= 250
+    assert f"--drop '{MEASURED_COLUMNS}'" in (REPO / "README.md").read_text()
+
+
+MEASURED_COLUMNS = ".*/|.*_(s|mb|hours|bytes)$|models|metrics"   # as README.md shows it

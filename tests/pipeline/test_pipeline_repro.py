@@ -48,51 +48,91 @@ def test_repro_is_clean_and_committed(built_project, pipeline_env):
     assert sorted(ignored) == sorted(outs)
 
 
-def test_metrics_show_lists_the_cost_and_quality_numbers(built_project, pipeline_env):
+def test_metrics_show_lists_the_headline_files_and_the_detail_beside_them(built_project,
+                                                                          pipeline_env):
+    # DVC's metrics are the headline files only; the detail files are there, on disk.
     metrics = metrics_show(built_project, pipeline_env)
+    assert set(metrics) == {
+        *(f"metrics/headline/probes/{p}.json" for p in PROBES),
+        *(f"metrics/headline/probe_runs/{p}.json" for p in ("echo", "concat", "fused")),
+        "metrics/headline/telemetry/demo.json", "metrics/headline/cohort.json",
+        "metrics/headline/footprint.json", "metrics/headline/sizing.json",
+        "metrics/headline/encoders/ecg.json", "metrics/headline/encoders/echo.json"}
+    head = {k: v for doc in metrics.values() for k, v in flatten(doc).items()}
+
+    def detail(rel: str) -> dict:
+        return flatten(json.loads((built_project / "metrics" / rel).read_text()))
+
     for probe in PROBES:
-        ev = metrics[f"metrics/eval/{probe}.json"]
-        assert _keys(ev, "mae"), f"eval/{probe}: no MAE in {sorted(flatten(ev))}"
-        assert _keys(ev, "auroc"), f"eval/{probe}: no AUROC in {sorted(flatten(ev))}"
-        # DVC drops lists from metrics: the CI must be scalar keys to be visible here.
-        mae_ci = [k for k in _keys(ev, "mae") if any(w in k.lower() for w in ("lo", "hi", "ci"))]
-        assert len(mae_ci) >= 2, f"eval/{probe}: MAE CI not visible to DVC: {_keys(ev, 'mae')}"
-        tr = metrics[f"metrics/train/{probe}.json"]
-        assert _keys(tr, "wall_clock"), f"train/{probe}: no wall clock in {sorted(flatten(tr))}"
-        assert _keys(tr, "peak_rss"), f"train/{probe}: no peak RSS in {sorted(flatten(tr))}"
+        ev = detail(f"eval/{probe}.json")
+        assert _keys(ev, "mae") and _keys(ev, "auroc"), f"eval/{probe}: {sorted(ev)}"
+        assert {"test.mae_lo", "test.mae_hi"} <= set(ev)        # the CI as scalar keys
+        tr = detail(f"train/{probe}.json")
+        assert _keys(tr, "wall_clock") and _keys(tr, "peak_rss"), f"train/{probe}: {sorted(tr)}"
+        assert head[f"{probe}.test_mae"] == ev["test.mae"]
+        assert head[f"{probe}.test_mae_sd"] == ev["test.mae_sd"]
+        assert head[f"{probe}.train_eval_s"] == ev["wall_clock_s.total"]
         # The eval file's checkpoint_bytes is seed 0's checkpoint (the files in
         # models/<probe>/); the footprint counts every byte DVC tracks there, the seed
         # replicas under replicas/r<k>/ included.
         model_dir = built_project / "models" / probe
         seed0 = sum(f.stat().st_size for f in model_dir.iterdir() if f.is_file())
         tracked = sum(f.stat().st_size for f in model_dir.rglob("*") if f.is_file())
-        assert flatten(ev)["checkpoint_bytes"] == seed0, probe
-        fp = flatten(metrics["metrics/footprint.json"])
+        assert ev["checkpoint_bytes"] == seed0, probe
+        fp = detail("footprint.json")
         assert fp[f"checkpoints.{probe}.bytes"] == tracked, probe
         replicas = fp[f"checkpoints.{probe}.replicas"]
         assert replicas == 1 + len(list((model_dir / "replicas").glob("r*"))), probe
         assert (tracked > seed0) == (replicas > 1), probe
-    tel = flatten(metrics["metrics/telemetry/demo.json"])
-    assert tel["step_time_s.median"] > 0
-    assert tel["epoch_hours"] > 0
+    assert head["footprint.checkpoint_bytes"] == detail("footprint.json")["checkpoint_bytes_total"]
+    tel = detail("telemetry/demo.json")
+    assert tel["step_time_s.median"] > 0 and tel["epoch_hours"] > 0
     assert any(k.startswith("projection.") for k in tel)
+    assert head["demo.epoch_hours"] == tel["epoch_hours"]
+    assert head["demo.eta_hours"] == tel["eta.remaining_calendar_hours"]   # target_epochs set
     for probe in ("echo", "concat", "fused"):
-        pt = flatten(metrics[f"metrics/telemetry/probe_{probe}.json"])
-        assert pt["step_time_s.median"] > 0, probe
-        assert "epoch_hours" in pt, probe
-    assert "metrics/footprint.json" in metrics
-    assert "metrics/sizing.json" in metrics
-    sizing = flatten(metrics["metrics/sizing.json"])
+        pt = detail(f"telemetry/probe_{probe}.json")
+        assert pt["step_time_s.median"] > 0 and "epoch_hours" in pt, probe
+        assert head[f"{probe}.step_time_s"] == pt["step_time_s.median"]
+        assert head[f"{probe}.active_s"] == pt["active_hours"] * 3600
+    sizing = detail("sizing.json")
     import pyarrow.parquet as pq
 
     has_ecg = pq.read_table(built_project / "data/manifest.parquet", columns=["has_ecg"])
     assert sizing["scenarios.paired_cohort.models.ecg.records"] == sum(
         has_ecg.column("has_ecg").to_pylist())
-    bench = flatten(metrics["metrics/encoders/ecg.json"])
+    bench = detail("encoders/ecg.json")
     assert bench["tokens_per_record"] == 93 and bench["flops_per_record"] > 0   # first 5 s
-    assert sizing["ask.storage_bytes"] == (
+    assert head["ecg_encoder.tokens_per_record"] == 93
+    assert sizing["ask.storage_bytes"] == head["ask.storage_bytes"] == (
         sizing["scenarios.paired_cohort.models.ecg.records"] * 93 * 512 * 4 * 2)
-    assert {f"metrics/missing/{p}.json" for p in PROBES} <= set(metrics)
+    assert head["manifest.rows"] == 120                                       # TINY_PARAMS
+    assert all((built_project / f"metrics/missing/{p}.json").is_file() for p in PROBES)
+
+
+def test_exp_show_has_few_columns_on_a_fresh_clone(built_project, pipeline_env, tmp_path):
+    # What a person sees in `dvc exp show` on a fresh clone after `dvc repro`: every
+    # metrics key is a column, and so is every dep path.
+    clone = tmp_path / "clone"
+    git(tmp_path, pipeline_env, "clone", "-q", str(built_project), str(clone))
+    header = dvc(clone, pipeline_env, "exp", "show", "--csv").stdout.splitlines()[0].split(",")
+    rows = json.loads(dvc(clone, pipeline_env, "exp", "show", "--json").stdout)
+    names = {"metrics": set(), "params": set()}
+    deps = set()
+    for row in rows:
+        data = row.get("data") or {}
+        for kind, found in names.items():
+            for path, entry in (data.get(kind) or {}).items():
+                found.update((path, k) for k in flatten(entry.get("data") or {}))
+        deps.update(data.get("deps") or {})
+    fixed = {"Experiment", "rev", "typ", "Created", "parent"}
+    assert len(header) == len(fixed) + len(names["metrics"]) + len(names["params"]) + len(deps)
+    assert 60 <= len(names["metrics"]) <= 80, sorted(names["metrics"])
+    assert len(deps) <= 30, sorted(deps)
+    # headline keys are unique, so DVC heads their columns with the key alone
+    assert "fused.test_mae" in header and "demo.epoch_hours" in header
+    assert not [h for h in header if h.startswith("metrics/")
+                and h.split(":")[0] in {p for p, _ in names["metrics"]}]
 
 
 def test_plots_show_renders_curves(built_project, pipeline_env):

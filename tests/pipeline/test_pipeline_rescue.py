@@ -64,7 +64,10 @@ def test_rescued_run_gets_verified_and_costed(rescued, pipeline_env):
     verify = json.loads((proj / "metrics/verify/rampnet.json").read_text())
     assert verify["ok"] is True
     assert verify["files"] == len([f for f in RAMPNET.iterdir() if "tfevents" in f.name])
-    cost = flatten(metrics_show(proj, pipeline_env)["metrics/telemetry/rampnet.json"])
+    cost = flatten(json.loads((proj / "metrics/telemetry/rampnet.json").read_text()))
+    head = metrics_show(proj, pipeline_env)["metrics/headline/telemetry/rampnet.json"]
+    assert head["rampnet"]["epoch_hours"] == cost["epoch_hours"]
+    assert "eta_hours" not in head["rampnet"]                 # no target_epochs: no ETA
     assert (cost["train_records"], cost["global_batch"], cost["gpus"]) == (150063, 16, 16)
     assert cost["steps_per_epoch_from_records"] == math.ceil(150063 / 16)
     assert cost["step_time_s.median"] > 0
@@ -100,9 +103,11 @@ ACCOUNT_KEYS = ("useful_steps", "redone_steps", "in_segment_pauses", "startup", 
                 "waiting")
 
 
-def test_account_keys_are_dvc_metrics_and_move_with_params(rescued, pipeline_env):
+def test_account_keys_are_detail_and_move_with_params_the_headline_with_them(rescued,
+                                                                             pipeline_env):
     proj, _ = rescued
-    cost = flatten(metrics_show(proj, pipeline_env)["metrics/telemetry/rampnet.json"])
+    detail = proj / "metrics/telemetry/rampnet.json"
+    cost = flatten(json.loads(detail.read_text()))
     for key in (*(f"account.{k}" for k in ACCOUNT_KEYS), "startup_hours", "tail_hours",
                 "checkpoints.restarts", "checkpoints.checkpoint_interval_steps",
                 "checkpoints.checkpoint_write_s", "checkpoints.young_daly_steps",
@@ -117,8 +122,13 @@ def test_account_keys_are_dvc_metrics_and_move_with_params(rescued, pipeline_env
     data["telemetry"]["runs"]["rampnet"]["target_epochs"] = 20
     (proj / "params.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
     dvc(proj, pipeline_env, "repro", "telemetry@rampnet")
+    moved = flatten(json.loads(detail.read_text()))
+    assert moved["account.in_segment_pauses"] < cost["account.in_segment_pauses"]
+    assert moved["account.useful_steps"] != cost["account.useful_steps"]
+    assert moved["eta.remaining_steps"] > 0
+    # dvc metrics diff lists the headline numbers: the ETA the target brought
     diff = json.loads(dvc(proj, pipeline_env, "metrics", "diff", "--json").stdout)
-    moved = diff["metrics/telemetry/rampnet.json"]
-    for key in ("account.in_segment_pauses", "account.useful_steps", "eta.remaining_steps"):
-        assert key in moved, f"{key} not in dvc metrics diff: {sorted(moved)}"
-    assert moved["account.in_segment_pauses"]["new"] < moved["account.in_segment_pauses"]["old"]
+    head = diff["metrics/headline/telemetry/rampnet.json"]
+    assert head["rampnet.eta_hours"]["old"] is None
+    assert head["rampnet.eta_hours"]["new"] == pytest.approx(
+        moved["eta.remaining_calendar_hours"])

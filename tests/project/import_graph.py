@@ -13,6 +13,8 @@ counts as an import of its module. The other verb modules that ``cli`` loads by 
 register their flags for the parser, so they are not part of a stage's closure.
 
 Stage deps cover a module when they list its file or a folder above it (a whole package).
+The rule dvc.yaml follows (:func:`suggested_deps`): a stage depends on each top-level module
+its verb imports and on the whole folder of each package it imports any module of.
 """
 
 from __future__ import annotations
@@ -250,21 +252,15 @@ def touch_targets() -> list[str]:
     return [best[p] for p in sorted(best)]
 
 
+def policy_dep(path: str) -> str:
+    """The dep that covers module file ``path`` under the project's rule: a top-level module
+    is its own file; a module inside a package (``src/rightsize/<pkg>/...``) is covered by
+    the package folder, subpackages included."""
+    parts = path.split("/")
+    return path if len(parts) == 3 else "/".join(parts[:3])
+
+
 def suggested_deps(stage: Stage) -> list[str]:
-    """The smallest dep list covering the closure: a package folder where all of it
-    (subpackages included) is imported, its files otherwise."""
-    files = {rel_file(m) for m in stage_closure(stage)}
-    out: set[str] = set()
-    for f in sorted(files):
-        parts = f.split("/")
-        for depth in range(2, len(parts)):            # src/rightsize/<pkg>[/<sub>...]
-            folder = "/".join(parts[:depth + 1])
-            if depth + 1 == len(parts):
-                out.add(f)
-                break
-            every = {p.relative_to(SRC.parent).as_posix()
-                     for p in (SRC.parent / folder).rglob("*.py")}
-            if every <= files:
-                out.add(folder)
-                break
-    return sorted(out)
+    """The stage's source deps under the rule (:func:`policy_dep`): each top-level module
+    its verb imports, and the folder of each package it imports any module of."""
+    return sorted({policy_dep(rel_file(m)) for m in stage_closure(stage)})

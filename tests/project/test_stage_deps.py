@@ -27,6 +27,20 @@ def test_every_stage_depends_on_every_module_its_verb_imports():
     assert not lines, "\n".join(lines)
 
 
+def test_source_deps_are_top_level_files_and_whole_package_folders():
+    # The rule (import_graph.suggested_deps) keeps the deps, and so the dep columns of
+    # `dvc exp show`, few: a stage lists the folder of a package it imports any module of.
+    lines = []
+    for st in g.load_stages():
+        listed = sorted(d for d in st.deps if d.startswith("src/"))
+        if listed != g.suggested_deps(st):
+            lines.append(f"stage {st.name}: source deps {listed}, the rule gives "
+                         f"{g.suggested_deps(st)}")
+    assert not lines, "\n".join(lines)
+    assert g.policy_dep("src/rightsize/probes/accel/kernels.py") == "src/rightsize/probes"
+    assert g.policy_dep("src/rightsize/cli.py") == "src/rightsize/cli.py"
+
+
 def test_the_check_names_stage_and_module_when_any_source_dep_is_removed():
     spec = yaml.safe_load((g.REPO / "dvc.yaml").read_text())
     tried = 0

@@ -11,6 +11,7 @@ from typing import Any
 
 from rightsize import console
 from rightsize.errors import ParamsError
+from rightsize.verbs import headline
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +50,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--repeats", default=None, help="timed forwards per batch size (>= 3)")
     p.add_argument("--full-depth", action="store_true",
                    help="time the full model on CPU too (ignore cpu_timing_layers)")
+    headline.add_argument(p, "tokens and FLOPs per record, records/s")
     p.set_defaults(func=run_bench_encoder)
 
 
@@ -92,9 +94,11 @@ def bench_config_from(args: argparse.Namespace) -> tuple[Any, Any]:
 
 def run_bench_encoder(args: argparse.Namespace) -> int:
     """``rightsize bench-encoder``: measure, write the JSON, print a summary."""
+    from rightsize.atomic import check_writable
     from rightsize.errors import InputError
 
     cfg, model = bench_config_from(args)
+    check_writable(args.headline)
     import torch
 
     from rightsize.measure import hardware_stamp
@@ -136,6 +140,8 @@ def run_bench_encoder(args: argparse.Namespace) -> int:
     result["hardware"] = {**hardware_stamp(threads=threads, device=cfg.device),
                           **memory.device_detail(cfg.device)}
     console.emit_json(args.json, result)
+    if args.headline:
+        headline.write(args.headline, headline.headline("encoder", args.model, bench=result))
     if args.json != "-" and not console.quiet():
         for line in summary_lines(result):
             console.info(line)

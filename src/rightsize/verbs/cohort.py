@@ -9,6 +9,7 @@ from typing import Any
 
 from rightsize import console
 from rightsize.errors import InputError
+from rightsize.verbs import headline
 
 DEFAULT_OUT = "data/manifest.parquet"
 
@@ -45,6 +46,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--metrics", default=None,
                    help="write flat build metrics as JSON here (atomically); '-' prints "
                         "them on stdout")
+    headline.add_argument(p, "manifest rows, bytes and float32 payload bytes")
     p.add_argument("--check", metavar="MANIFEST", default=None,
                    help="validate MANIFEST instead of building; prints a one-line summary")
     p.set_defaults(func=run_cohort)
@@ -60,9 +62,9 @@ def _peak_rss_mb() -> float:
 def run_cohort(args: argparse.Namespace) -> int:
     """Build the manifest (and metrics), or validate one with ``--check``."""
     if args.check is not None:
-        if args.out is not None or args.metrics is not None or args.truth is not None:
+        if any(x is not None for x in (args.out, args.metrics, args.truth, args.headline)):
             raise InputError("--check validates an existing manifest: drop "
-                             "--out/--metrics/--truth")
+                             "--out/--metrics/--truth/--headline")
         return _check(args.check)
     from rightsize.cohort.build import build_manifest
     from rightsize.cohort.config import CohortConfig
@@ -100,6 +102,8 @@ def run_cohort(args: argparse.Namespace) -> int:
             metrics[key] = round(float(meta[key]), 6)
     if args.metrics:
         console.emit_json(args.metrics, metrics)
+    if args.headline:
+        headline.write(args.headline, headline.headline("cohort", cohort=metrics))
     console.info(f"{out}: {s.n_rows} subjects ({_splits(s.split_counts)}), "
                  f"{report.manifest_bytes / 1e6:.1f} MB in {wall:.1f}s")
     return 0

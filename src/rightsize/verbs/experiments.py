@@ -12,7 +12,7 @@ from rightsize.errors import InputError
 SEEDS_EPILOG = """\
 example:
   dvc exp run --queue -S train.seed=5,10,15 && dvc queue start -j 1   # or: rightsize sweep
-  rightsize seeds --metrics-prefix metrics/eval/
+  rightsize seeds --metrics-prefix metrics/headline/probes/
   rightsize seeds --json metrics-seeds.json
 
 Rows: the HEAD commit (baseline) and its finished experiments; failed, queued and
@@ -45,7 +45,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--json", metavar="PATH", help="write the summary as JSON ('-' = stdout)")
     p.add_argument("--metrics-prefix", metavar="PREFIX", action="append", default=[],
                    help="keep metric keys starting with PREFIX (repeatable), "
-                        "e.g. metrics/eval/ or metrics/eval/fused.json:test")
+                        "e.g. metrics/headline/probes/ or "
+                        "metrics/headline/probes/fused.json:fused.test")
     p.set_defaults(func=run_seeds)
 
     q = sub.add_parser(

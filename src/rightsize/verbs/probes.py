@@ -10,6 +10,7 @@ from typing import Any
 from rightsize import console
 from rightsize.errors import InputError
 from rightsize.probes.config import DEVICES
+from rightsize.verbs import headline
 
 _PROBES = "ecg | echo | concat | fused"
 
@@ -58,6 +59,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--missing-json", default=None, metavar="JSON",
                    help="also score the saved probe with the echo or the ECG absent and write "
                         "the `rightsize missing-modality` JSON here ('-' prints it on stdout)")
+    headline.add_argument(p, "test MAE and its spread, AUROC, seconds, RSS, MAE without a "
+                             "modality; needs --eval-json and --missing-json")
     p.set_defaults(func=run_train)
 
     _model_verb(sub, common, "evaluate", run_evaluate, "metrics/eval/fused.json",
@@ -118,13 +121,16 @@ def run_train(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     cfg, device = _setup(args)
     # bad params and unwritable outputs fail before fitting
+    if args.headline and not (args.eval_json and args.missing_json):
+        raise InputError("--headline: needs --eval-json and --missing-json (its numbers "
+                         "come from both)")
     ecfg = _evaluate_config(args) if args.eval_json or args.missing_json else None
     from dataclasses import asdict
 
     from rightsize.atomic import check_writable, staged_dir
 
     check_writable(args.out, args.events, folder=True)
-    check_writable(args.curve, args.metrics, args.eval_json, args.missing_json)
+    check_writable(args.curve, args.metrics, args.eval_json, args.missing_json, args.headline)
     from rightsize.cohort.arrays import load_arrays
     from rightsize.measure import Timer, hardware_stamp, peak_rss_mb
     from rightsize.probes.checkpoint import save_checkpoint
@@ -182,12 +188,15 @@ def run_train(args: argparse.Namespace) -> int:
                  f"{fit.epochs}, val MAE {fit.val_mae:.3f}, {t_fit.seconds:.1f} s on {device}")
     if ecfg is not None:
         _torch_threads(cfg.threads)    # training restored torch's own setting
+    results: dict[str, Any] = {}
     if args.eval_json:
-        _evaluate_and_emit(args, args.out, args.eval_json, cfg, ecfg, arrays, sidecar,
-                           fit.probe, device, time.perf_counter())
+        results["eval"] = _evaluate_and_emit(args, args.out, args.eval_json, cfg, ecfg, arrays,
+                                             sidecar, fit.probe, device, time.perf_counter())
     if args.missing_json:
-        _missing_and_emit(args, args.missing_json, cfg, ecfg, arrays, sidecar, fit.probe,
-                          device, time.perf_counter())
+        results["missing"] = _missing_and_emit(args, args.missing_json, cfg, ecfg, arrays,
+                                               sidecar, fit.probe, device, time.perf_counter())
+    if args.headline:
+        headline.write(args.headline, headline.headline("probe", args.probe, **results))
     return 0
 
 
@@ -269,8 +278,9 @@ def run_evaluate(args: argparse.Namespace) -> int:
 
 def _evaluate_and_emit(args: argparse.Namespace, model_dir: str, target: str, cfg: Any,
                        ecfg: Any, arrays: Any, sidecar: dict[str, Any], probe: Any,
-                       device: str, start: float) -> None:
-    """Evaluate ``probe`` (saved in ``model_dir``) and write its metrics JSON to ``target``.
+                       device: str, start: float) -> dict[str, Any]:
+    """Evaluate ``probe`` (saved in ``model_dir``), write its metrics JSON to ``target`` and
+    return it.
 
     ``wall_clock_s.eval`` counts from ``start``: the whole ``evaluate`` process, or the
     evaluation step of a ``train --eval-json`` process. Either way the probe predicts from
@@ -291,6 +301,7 @@ def _evaluate_and_emit(args: argparse.Namespace, model_dir: str, target: str, cf
     console.info(f"{args.probe}: test MAE {t['mae']:.3f} [{t['mae_lo']:.3f}, {t['mae_hi']:.3f}]"
                  f", AUROC {t['auroc']:.3f} [{t['auroc_lo']:.3f}, {t['auroc_hi']:.3f}]"
                  f" (mean predictor {out['mean_predictor_mae']:.3f})")
+    return out
 
 
 def run_missing(args: argparse.Namespace) -> int:
@@ -302,8 +313,9 @@ def run_missing(args: argparse.Namespace) -> int:
 
 
 def _missing_and_emit(args: argparse.Namespace, target: str, cfg: Any, ecfg: Any, arrays: Any,
-                      sidecar: dict[str, Any], probe: Any, device: str, start: float) -> None:
-    """Score ``probe`` with each modality taken away and write the JSON to ``target``."""
+                      sidecar: dict[str, Any], probe: Any, device: str, start: float
+                      ) -> dict[str, Any]:
+    """Score ``probe`` with each modality taken away, write the JSON to ``target``, return it."""
     from rightsize.probes.missing import CONDITIONS, missing_modality
 
     with console.task(f"{args.probe}: {len(CONDITIONS)} conditions, paired bootstrap "
@@ -317,3 +329,4 @@ def _missing_and_emit(args: argparse.Namespace, target: str, cfg: Any, ecfg: Any
         m = out[name]
         console.info(f"{args.probe} {name}: MAE {m['mae']:.3f} [{m['mae_lo']:.3f}, "
                      f"{m['mae_hi']:.3f}], AUROC {m['auroc']:.3f}")
+    return out

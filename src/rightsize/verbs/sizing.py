@@ -8,7 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from rightsize import console
+from rightsize.atomic import check_writable
 from rightsize.errors import ParamsError
+from rightsize.verbs import headline
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +55,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     fp.add_argument("--json", required=True,
                     help="where to write the footprint JSON ('-' prints it on stdout instead "
                          "of the table)")
+    headline.add_argument(fp, "checkpoint bytes and parameters, peak RSS")
     fp.set_defaults(func=run_footprint)
 
     sz = sub.add_parser(
@@ -75,6 +78,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                     help="committed GPU bench files (default: measurements/gpu)")
     sz.add_argument("--json", help="write the result JSON here (atomically); '-' prints it on "
                                    "stdout instead of the table")
+    headline.add_argument(sz, "the ask's wall hours and storage bytes")
     sz.set_defaults(func=run_sizing)
 
 
@@ -143,6 +147,7 @@ def run_sizing(args: argparse.Namespace) -> int:
     from rightsize.sizing.plan import size_all
     from rightsize.sizing.report_rows import table_rows
 
+    check_writable(args.headline)
     raw = load_params(args.params)
     if "sizing" not in raw:
         raise ParamsError(f"{args.params}: missing key sizing")
@@ -165,6 +170,8 @@ def run_sizing(args: argparse.Namespace) -> int:
     result = size_all(cfg, benches, gpu_files, paired, disk)
     if args.json:
         console.emit_json(args.json, result)
+    if args.headline:
+        headline.write(args.headline, headline.headline("sizing", sizing=result))
     if args.json == "-":
         return 0
     if not console.quiet():
@@ -184,6 +191,7 @@ def run_footprint(args: argparse.Namespace) -> int:
         measure_footprint,
     )
 
+    check_writable(args.headline)
     raw = load_params(args.params)
     cfg = parse(FootprintConfig, _block(raw, "footprint", args.params), "footprint")
     cohort = _block(raw, "cohort", args.params)
@@ -197,6 +205,8 @@ def run_footprint(args: argparse.Namespace) -> int:
                            metrics_dir=Path(args.metrics_dir), reports=Path(args.reports))
     result = measure_footprint(paths, cfg, shape, tuple(probes))
     console.emit_json(args.json, result)
+    if args.headline:
+        headline.write(args.headline, headline.headline("footprint", footprint=result))
     if args.json == "-":
         return 0
     if not console.quiet():

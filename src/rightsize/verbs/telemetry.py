@@ -14,6 +14,7 @@ from typing import Any
 
 from rightsize import console
 from rightsize.errors import DataError, InputError, IntegrityError
+from rightsize.verbs import headline
 from rightsize.verbs.arglists import int_list_type
 
 _RAW = argparse.RawDescriptionHelpFormatter
@@ -95,8 +96,13 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     g.add_argument("--peak-tflops", type=_pos_float, metavar="P", help="per-GPU peak TFLOP/s")
     g = p.add_argument_group("output")
     g.add_argument("--json", metavar="PATH",
-                   help="write the report as JSON (DVC metrics); '-' prints it on stdout")
+                   help="write the report as JSON (the detail file); '-' prints it on stdout")
     g.add_argument("--val-csv", metavar="PATH", help="write epoch,step,value (DVC plots)")
+    headline.add_argument(g, "step time, epoch hours, epochs, active and calendar hours, ETA; "
+                             "named after --run, else after the file")
+    g.add_argument("--headline-unit", choices=("hours", "seconds"), default="hours",
+                   help="durations in the headline: hours (default; a rescued run) or "
+                        "seconds (a run of seconds, as a probe's own)")
     g.add_argument("--format", choices=("text", "json"), default="text",
                    help="stdout format (default text)")
     g.add_argument("--strict", action="store_true",
@@ -213,7 +219,7 @@ def run_telemetry(args: argparse.Namespace) -> int:
     from rightsize.verbs.scalars import files_progress
 
     cfg = _config(args)
-    atomic.check_writable(args.json, args.val_csv)
+    atomic.check_writable(args.json, args.val_csv, args.headline)
     root = Path(args.run_dir)
     with files_progress(args.run_dir) as on_file:
         table = read_scalars(root, strict=False, on_file=on_file)
@@ -251,6 +257,8 @@ def run_telemetry(args: argparse.Namespace) -> int:
     doc = _clean(doc)
     if args.json:
         console.emit_json(args.json, doc)
+    if args.headline:
+        headline.write(args.headline, _headline(args, reports))
     if args.val_csv:
         lines = ["epoch,step,value"] if single else ["run,epoch,step,value"]
         for name, r in reports.items():
@@ -267,6 +275,15 @@ def run_telemetry(args: argparse.Namespace) -> int:
     else:
         print(render_runs(reports), end="")
     return 0
+
+
+def _headline(args: argparse.Namespace, reports: dict[str, Any]) -> dict[str, Any]:
+    """The run's headline numbers under its name; a folder of runs: one entry per run."""
+    name = args.run or Path(args.headline).stem
+    kind = "run" if args.headline_unit == "hours" else "run_seconds"
+    if len(reports) == 1:
+        return headline.headline(kind, name, report=next(iter(reports.values())))
+    return {name: {sub: headline.numbers(kind, {"report": r}) for sub, r in reports.items()}}
 
 
 def _paths(n: int) -> str:
