@@ -128,7 +128,7 @@ def _check_params_file(path: str) -> None:
     stage runs first, before it writes anything (``check_train_probes``).
     """
     from rightsize.params import load_params
-    from rightsize.probes.names import check_train_probes
+    from rightsize.probe_registry import check_train_probes
 
     check_train_probes(load_params(path))
 

@@ -24,11 +24,11 @@ from typing import Any
 
 from rightsize.atomic import write_json
 from rightsize.errors import DataError, InputError
+from rightsize.probe_registry import entry, resolve
 from rightsize.probes.data import Standardizer
 from rightsize.probes.integrity import check_weights_fit
 from rightsize.probes.npzfile import WEIGHTS as NPZ_WEIGHTS
 from rightsize.probes.predict import Probe
-from rightsize.probes.registry import entry, resolve
 
 FORMAT = 1
 SIDECAR = "checkpoint.json"

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from rightsize.params import require
-from rightsize.probes.names import PROBES, check_probe_list
+from rightsize.probe_registry import PROBES, check_probe_list
 
 DEVICES = ("cpu", "cuda", "auto")
 # Keys of a probe's block that shape its training, not its model: left out of its

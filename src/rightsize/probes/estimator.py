@@ -1,6 +1,6 @@
 """One interface for every probe: architecture, fit (K seed replicas), load, input checks.
 
-An :class:`Estimator` is a probe's registry entry (:mod:`rightsize.probes.registry`) with
+An :class:`Estimator` is a probe's registry entry (:mod:`rightsize.probe_registry`) with
 the ``train`` config. ``fit`` trains K replicas and returns one :class:`FitResult` per
 seed, each holding a :class:`~rightsize.probes.predict.Probe` (predict / mae / attention,
 saved and loaded by :mod:`rightsize.probes.checkpoint`); train, evaluate, the
@@ -21,12 +21,12 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from rightsize.errors import InputError
+from rightsize.probe_registry import Entry, entry, resolve
 from rightsize.probes import accel
 from rightsize.probes.config import SCHEDULE_KEYS, TrainConfig
 from rightsize.probes.data import Moments, SplitData, Standardizer, ecg_tokens
 from rightsize.probes.loop import train as train_loop
 from rightsize.probes.predict import Probe
-from rightsize.probes.registry import Entry, entry, resolve
 from rightsize.probes.runlog import RunLog
 
 

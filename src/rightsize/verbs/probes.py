@@ -9,10 +9,10 @@ from typing import Any
 
 from rightsize import console
 from rightsize.errors import InputError
-from rightsize.probes.config import DEVICES
+from rightsize.probe_registry import PROBES
 from rightsize.verbs import headline
 
-_PROBES = "ecg | echo | concat | fused"
+_PROBES = " | ".join(PROBES)
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -98,7 +98,7 @@ def _model_verb(sub: argparse._SubParsersAction, common: argparse.ArgumentParser
 def _setup(args: argparse.Namespace) -> tuple[Any, str]:
     """Check the probe name, parse the train block, resolve the device."""
     from rightsize.params import load_block
-    from rightsize.probes.config import TrainConfig
+    from rightsize.probes.config import DEVICES, TrainConfig
     from rightsize.probes.estimator import Estimator
 
     cfg = load_block(args.params, "train", TrainConfig)  # bad params name their key first

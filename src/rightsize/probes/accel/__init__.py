@@ -6,7 +6,7 @@ function faster for a special case, says when it applies, is chosen automaticall
 switched off with ``train.accelerate: false`` (:func:`use`). Two kinds:
 
 * **probe accelerators** (:class:`Accelerator`, listed in :data:`MODULES`), chosen per probe
-  by :func:`select` (the registry, :mod:`rightsize.probes.registry`, lists which a probe may
+  by :func:`select` (the registry, :mod:`rightsize.probe_registry`, lists which a probe may
   use): a replica trainer (``trainer``) and, for a torch probe, an inference forward
   (``forward``);
 * **kernel accelerators**, used by the textbook code and the probe accelerators alike:
