@@ -16,6 +16,7 @@ import os
 import platform
 import sys
 import time
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
@@ -201,3 +202,38 @@ def hardware_stamp(threads: int, device: str) -> dict[str, Any]:
         "device": _device_name(str(device)),
         "numerics": numerics_stamp(),
     }
+
+
+@dataclass(frozen=True)
+class ProcessCost:
+    """One finished child process: its wall-clock, peak RSS, exit code and last output."""
+
+    wall_s: float
+    peak_rss_mb: float          # the child's ru_maxrss (see :func:`run_measured`)
+    rc: int
+    output_tail: str            # the last lines of its stdout + stderr
+
+
+def run_measured(argv: list[str], env: dict[str, str] | None = None,
+                 cwd: str | os.PathLike[str] | None = None) -> ProcessCost:
+    """Run ``argv`` to completion: its wall-clock (monotonic, spawn to exit) and peak RSS
+    (``ru_maxrss`` of ``os.wait4``, Linux and macOS).
+
+    On Linux a child's ``ru_maxrss`` starts at the peak RSS its parent had when it was
+    spawned (the address space ``execve`` replaced), so a caller that measures children
+    should stay small and report :func:`peak_rss_mb` as the floor of what it measured.
+    Output goes to a temporary file (no pipe to fill up and stall the child).
+    """
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryFile() as out:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(argv, env=env, cwd=cwd, stdout=out, stderr=subprocess.STDOUT)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        tail = out.read()[-4000:].decode("utf-8", "replace")
+    peak = usage.ru_maxrss / (2**20 if sys.platform == "darwin" else 1024)   # bytes / KiB
+    return ProcessCost(wall, peak, proc.returncode, tail)
