@@ -37,6 +37,23 @@ def peak_rss_mb() -> float:
     return peak / 2**20 if sys.platform == "darwin" else peak / 1024
 
 
+def memory_hwm_mb() -> float:
+    """High-water mark of this process's own resident memory, MiB (``VmHWM`` on Linux).
+
+    Unlike :func:`peak_rss_mb` it does not count what a parent held when it spawned this
+    process (``ru_maxrss`` carries that over ``execve``); elsewhere it falls back to
+    :func:`peak_rss_mb`.
+    """
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return peak_rss_mb()
+
+
 class Timer:
     """Wall-clock context manager: ``with Timer() as t: ...`` then ``t.seconds``.
 
@@ -221,7 +238,8 @@ def run_measured(argv: list[str], env: dict[str, str] | None = None,
 
     On Linux a child's ``ru_maxrss`` starts at the peak RSS its parent had when it was
     spawned (the address space ``execve`` replaced), so a caller that measures children
-    should stay small and report :func:`peak_rss_mb` as the floor of what it measured.
+    should stay small and report its own :func:`memory_hwm_mb` as the floor of what it
+    measured.
     Output goes to a temporary file (no pipe to fill up and stall the child).
     """
     import subprocess

@@ -7,6 +7,7 @@ The library's arithmetic (:mod:`rightsize.probes.token_cost`), the measured chil
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 
 import numpy as np
@@ -88,9 +89,13 @@ def measured(tmp_path_factory):
     params = {"cohort": COHORT, "train": {**TRAIN, "fused": {**TRAIN["fused"], "epochs": 4}},
               "evaluate": EVALUATE, "token_cost": {"tokens": [1, 3], "epochs_timed": 2}}
     (root / "params.yaml").write_text(yaml.safe_dump(params))
-    rc = main(["token-cost", "--params", str(root / "params.yaml"), "--json",
-               str(root / "token_cost.json"), "--workdir", str(root), "-q"])
-    return rc, root
+    # a process of its own: a child's peak RSS reads no lower than its parent's (pytest's)
+    proc = subprocess.run([sys.executable, "-m", "rightsize.cli", "token-cost", "--params",
+                           str(root / "params.yaml"), "--json", str(root / "token_cost.json"),
+                           "--workdir", str(root), "-q"], capture_output=True, text=True,
+                          check=False)
+    assert proc.returncode == 0, proc.stderr
+    return proc.returncode, root
 
 
 def test_token_cost_measures_every_count_and_says_what_is_extrapolated(measured):
@@ -111,6 +116,7 @@ def test_token_cost_measures_every_count_and_says_what_is_extrapolated(measured)
         assert case["process_s"] > case["fit_s"] > 0
     assert three["manifest_bytes"] > one["manifest_bytes"]
     assert out["max_tokens"]["ecg_tokens"] == 3
+    assert 0 < out["rss_floor_mb"] < one["peak_rss_mb"]
     assert out["hardware"]["threads"] == TRAIN["threads"]
 
 

@@ -130,7 +130,7 @@ TOKEN_COST = {1: (4.9, 498.0, 23_180_419), 16: (11.7, 717.0, 73_160_758),
               186: (50.9, 1937.0, 639_345_797)}
 
 
-def token_cost_json(seeds: int = 5, scale: float = 1.0) -> dict:
+def token_cost_json(scale: float = 1.0) -> dict:
     """metrics/token_cost.json for :data:`TOKEN_COST` (seconds times ``scale``)."""
     basis = ("extrapolated: 3 of 50 epochs run (39 steps), the other 47 at the median of "
              "epochs 2-3 (2 epochs, 26 steps)")
@@ -140,7 +140,7 @@ def token_cost_json(seeds: int = 5, scale: float = 1.0) -> dict:
                              "peak_rss_mb": r, "accelerator": "fused_tokens" if n > 1
                              else "fused_pooled"}
              for n, (s, r, b) in TOKEN_COST.items()}
-    return {"probe": "fused", "seeds": 1, "seeds_configured": seeds, "epochs": 50,
+    return {"probe": "fused", "seeds": 1, "epochs": 50,
             "epochs_timed": 3, "cases": cases, "hardware": dict(HARDWARE)}
 
 
@@ -220,7 +220,7 @@ def write_params(path: Path, report: dict | None = None, runs: tuple[str, ...] =
     """A params.yaml with the blocks the report reads."""
     data = {"telemetry": {"gap_s": 600, "runs": {r: {"train_records": 96000, "global_batch": 32}
                                                  for r in runs}},
-            "train": {"probes": list(PROBES)},
+            "train": {"probes": list(PROBES), "seeds": 5},
             "report": report if report is not None else {"title": "Test report"}}
     path.write_text(yaml.safe_dump(data))
     return path

@@ -138,15 +138,13 @@ def case_result(tokens: int, manifest_bytes: int, payload: int, build: Any, trai
     }
 
 
-def summary(cases: list[dict[str, Any]], cfg: TokenCostConfig, epochs: int, seeds: int,
+def summary(cases: list[dict[str, Any]], cfg: TokenCostConfig, epochs: int,
             hardware: dict[str, Any], floor_mb: float) -> dict[str, Any]:
     """``metrics/token_cost.json``: one node ``cases.tokens_<N>`` per count, plus what every
-    count shares (``seeds_configured``: ``train.seeds``, which the pipeline would train;
-    ``rss_floor_mb``: the measuring process's own peak, below which a child's peak RSS
-    cannot read) and the largest count's headline numbers under ``max_tokens``."""
+    count shares (``rss_floor_mb``: the measuring process's own peak, below which a child's
+    peak RSS cannot read) and the largest count's headline numbers under ``max_tokens``."""
     out: dict[str, Any] = {
-        "probe": PROBE, "seeds": 1, "seeds_configured": int(seeds), "epochs": int(epochs),
-        "epochs_timed": cfg.epochs_timed,
+        "probe": PROBE, "seeds": 1, "epochs": int(epochs), "epochs_timed": cfg.epochs_timed,
         "tokens": [int(n) for n in cfg.tokens],
         "cases": {f"tokens_{c['ecg_tokens']}": c for c in cases},
         "rss_floor_mb": float(floor_mb),

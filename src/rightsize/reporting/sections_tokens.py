@@ -84,8 +84,7 @@ def token_cost_blocks(src: Source) -> list[Block]:
     blocks.append(table(
         ["ECG tokens", "manifest on disk", "float32 payload", "build", "fused train + evaluate",
          "peak RSS", "accelerator"], rows,
-        f"The fused probe, one seed (the pipeline trains train.seeds "
-        f"{fmt.integer(num(d, 'seeds_configured'))}), each count a whole `rightsize cohort` "
+        f"The fused probe, one seed, each count a whole `rightsize cohort` "
         f"and `rightsize train fused` process on a synthetic cohort of the configured "
         f"geometry; {'; '.join(bases)}."))
     fig = figures_tokens.token_cost(cases)

@@ -239,10 +239,10 @@ def fusion_verdict(inputs: ReportInputs) -> Verdict:
                    f"{seed_words}; {boot_words}.")
 
 
-def token_cost_verdict(src: Source, cfg: ReportConfig) -> Verdict:
+def token_cost_verdict(src: Source, cfg: ReportConfig, seeds: int = 1) -> Verdict:
     """The fused probe at each measured ECG token count (``metrics/token_cost.json``), one
-    seed, against ``report.cpu_budget_s``; the budget is judged on ``train.seeds`` replicas
-    at the largest count, estimated as that many times one seed."""
+    seed, against ``report.cpu_budget_s``; the budget is judged on ``seeds`` replicas
+    (``train.seeds``) at the largest count, estimated as that many times one seed."""
     if not src.ok:
         return Verdict("token_cost", TOKENS_QUESTION, "not run",
                        _sentence(f"{src.note()} (dvc repro token_cost)"))
@@ -259,7 +259,6 @@ def token_cost_verdict(src: Source, cfg: ReportConfig) -> Verdict:
                     for c in tokens)
     bases = sorted({str(c.get("basis", "")) for c in tokens})
     basis = bases[0] if len(bases) == 1 else "; ".join(bases)
-    seeds = int(num(d, "seeds_configured") or 1)
     worst = num(top, "train_eval_s") * seeds
     within = worst <= cfg.cpu_budget_s
     estimate = (f"; train.seeds {seeds} at {fmt.integer(num(top, 'ecg_tokens'))} tokens: about "
@@ -274,10 +273,10 @@ def token_cost_verdict(src: Source, cfg: ReportConfig) -> Verdict:
                    f"{'Yes' if within else 'No'}: {text}.")
 
 
-def all_verdicts(inputs: ReportInputs, cfg: ReportConfig) -> list[Verdict]:
-    """Every verdict in report order: GPU need, fusion vs concat, token-level ECG's cost,
-    re-extraction, then one per rescued run."""
+def all_verdicts(inputs: ReportInputs, cfg: ReportConfig, seeds: int = 1) -> list[Verdict]:
+    """Every verdict in report order: GPU need, fusion vs concat, token-level ECG's cost
+    (at ``seeds`` replicas: ``train.seeds``), re-extraction, then one per rescued run."""
     out = [probe_gpu_verdict(inputs, cfg), fusion_verdict(inputs),
-           token_cost_verdict(inputs.token_cost, cfg), sizing_verdict(inputs.sizing)]
+           token_cost_verdict(inputs.token_cost, cfg, seeds), sizing_verdict(inputs.sizing)]
     out += [run_verdict(r, inputs.telemetry[r]) for r in inputs.runs]
     return out

@@ -45,7 +45,7 @@ def run_token_cost(args: argparse.Namespace) -> int:
     import tempfile
 
     from rightsize.atomic import check_writable
-    from rightsize.measure import peak_rss_mb
+    from rightsize.measure import memory_hwm_mb
     from rightsize.params import load_block, load_params, parse
     from rightsize.probes.config import TrainConfig
     from rightsize.probes.token_cost import TokenCostConfig, summary
@@ -66,7 +66,7 @@ def run_token_cost(args: argparse.Namespace) -> int:
             console.info(f"{n} ECG token(s): manifest {case['manifest_bytes'] / 1e6:,.0f} MB, "
                          f"train + evaluate {case['train_eval_s']:.1f} s ({case['basis']}), "
                          f"peak RSS {case['peak_rss_mb']:,.0f} MiB")
-    out = summary(cases, cfg, epochs, train.seeds, hardware, peak_rss_mb())
+    out = summary(cases, cfg, epochs, hardware, memory_hwm_mb())
     console.emit_json(args.json, out)
     return 0
 
