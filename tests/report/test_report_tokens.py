@@ -77,8 +77,9 @@ def test_ecg_reading_and_planted_token_attention(tokens16):
     probes = built.md.split("## Probes", 1)[1]
     assert ("ECG input: 16 token(s) per subject. How each probe reads it, as its checkpoint's "
             "arch records: ecg and concat read the mean of the ECG tokens (ecg_pooling: mean); "
-            "echo reads no ECG (ecg_pooling: none); fused reads attention (echo->ECG); mean "
-            "(ECG->echo query)") in probes
+            "echo reads no ECG (ecg_pooling: none); fused reads every ECG token as an "
+            "echo→ECG attention key, and their mean as the ECG→echo query (ecg_pooling: "
+            "attention (echo->ECG); mean (ECG->echo query))") in probes
     section = probes.split("### Echo→ECG attention on the planted ECG token", 1)[1]
     assert ("16 ECG tokens per subject; uniform attention over the null key and the tokens "
             "would put 0.0588 (1/17) on the planted one. The best head of each seed puts "

@@ -9,7 +9,10 @@ from rightsize.reporting import figures_tokens, fmt
 from rightsize.reporting.doc import Block, Heading, Note, Para, table
 from rightsize.reporting.load import ReportInputs, Source, get, num
 
-POOLING_WORDS = {"mean": "the mean of the ECG tokens", "none": "no ECG"}
+POOLING_WORDS = {  # the registry's ecg_pooling values, in words
+    "mean": "the mean of the ECG tokens", "none": "no ECG",
+    "attention (echo->ECG); mean (ECG->echo query)":
+        "every ECG token as an echo→ECG attention key, and their mean as the ECG→echo query"}
 
 
 def ecg_input_blocks(inputs: ReportInputs) -> list[Block]:
