@@ -1,20 +1,27 @@
-"""The fused probe at ECG token counts: train + evaluate time and peak RSS, per engine path.
+"""The fused probe at ECG token counts: train + evaluate time, peak RSS and quality, per path.
 
-Each case is a fresh process, 1 thread (torch, BLAS, OpenMP): load the pipeline's manifest
-(``data/manifest.parquet`` unless ``--manifest``), give every subject ``N`` ECG tokens (its
-pooled ECG plus independent noise per token, sd ``--spread`` in embedding units; zeros where
-the ECG is absent: the shape and contract of a token-level manifest, synthesized in memory
-until the cohort writes one), train ``train.seeds`` replicas of the fused probe with the
-shipped ``params.yaml`` (as ``rightsize train`` does, :func:`rightsize.probes.train.train_seeds`),
-then evaluate replica 0 and run the missing-modality test. At N = 1 the ECG stays pooled, so
-the default path runs (accelerator ``fused_pooled``); ``--textbook`` adds each N with
-``train.accelerate: false`` (the textbook forward and autograd); at N > 1 the fused
-accelerator does not apply, so that is the path without ``--textbook`` too.
+Every case is one whole ``rightsize train fused`` process, 1 thread (torch, BLAS, OpenMP),
+exactly as ``train@fused`` runs in ``dvc repro`` (``--eval-json``, ``--missing-json`` and
+``--truth``), on a planted synthetic cohort built by ``rightsize cohort`` at
+``cohort.ecg_tokens = N`` (the shipped params otherwise). Per case: the process's wall
+seconds and peak RSS, its in-process load / fit seconds, and what it measured (test MAE
+across the seed replicas, the best head's weight on the planted token).
 
-    python benchmarks/ecg_tokens_bench.py --tokens 1 16 186 --seeds 1 5    # ~20 min, 2 cores
+* ``--tokens`` x ``--seeds`` with the accelerators on (``fused_pooled`` at N = 1,
+  ``fused_tokens`` above); ``--textbook N ...`` adds those counts with
+  ``train.accelerate: false`` (autograd of the textbook forward): the time per path;
+* the speed goal (16 tokens within 3x the pooled fused, 5 seeds) is the pair
+  ``N = 1`` / ``N = 16`` at the largest ``--seeds``, run ``--ratio-repeat`` times in
+  alternating order (ABBA...): the ratio of medians and of the fastest runs;
+* ``--before REV --before-tokens N ...``: the same one-seed case with ``src/`` of ``REV``
+  (default: none), without ``--truth`` on both sides (older revisions lack it): peak RSS
+  before/after the chunked token moments;
+* the ``token_cost`` stage (``rightsize token-cost``, one seed, epochs extrapolated) beside
+  the one-seed cases measured whole: how far its extrapolation is off (``--no-stage`` skips).
 
-Prints and writes ``benchmarks/results/ecg_tokens.md``: per case the whole process's wall
-seconds and peak RSS, and in-process seconds of the load, the fit and the evaluation.
+    python benchmarks/ecg_tokens_bench.py --before c3ad47d     # ~25 min on 2 cores
+
+Writes ``benchmarks/results/ecg_tokens.md`` (stamped, :func:`_measure.write_result`).
 """
 
 from __future__ import annotations
@@ -22,125 +29,213 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _measure import child_json, machine_info, run_process  # noqa: E402
+from _measure import (  # noqa: E402
+    extract,
+    last_line,
+    machine_info,
+    run_process,
+    self_peak_rss_mb,
+    write_result,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 HERE = Path(__file__).resolve().parent
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 
-def child(manifest: str, tokens: int, seeds: int, accelerate: bool, spread: float) -> dict:
-    """One case in this process (see the module docstring); timings and what ran."""
-    t0 = time.perf_counter()
-    import dataclasses
+def _env(src: Path) -> dict[str, str]:
+    return {**os.environ, **{v: "1" for v in THREAD_VARS}, "PYTHONPATH": str(src)}
 
-    import numpy as np
 
-    from rightsize.cohort.arrays import load_arrays
-    from rightsize.params import load_block
-    from rightsize.probes.config import EvaluateConfig, TrainConfig
-    from rightsize.probes.evaluate import evaluate_probe
-    from rightsize.probes.missing import missing_modality
-    from rightsize.probes.train import train_seeds
+def _params(tokens: int, seeds: int, accelerate: bool) -> dict[str, Any]:
+    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    params.pop("token_cost", None)         # older revisions (--before) refuse unknown blocks
+    params["cohort"]["ecg_tokens"] = tokens
+    params["train"].update(seeds=seeds, accelerate=accelerate, threads=1)
+    return params
 
-    cfg = load_block(REPO / "params.yaml", "train", TrainConfig)
-    cfg = dataclasses.replace(cfg, threads=1, seeds=seeds, accelerate=accelerate)
-    ecfg = load_block(REPO / "params.yaml", "evaluate", EvaluateConfig)
-    arrays = load_arrays(manifest)
-    if tokens > 1:
-        rng = np.random.default_rng(0)
-        n, dim = arrays.ecg.shape
-        ecg = np.empty((n, tokens, dim), np.float32)
-        for lo in range(0, n, 64):                       # no float64 copy of the whole array
-            part = arrays.ecg[lo:lo + 64, None, :] + spread * rng.standard_normal(
-                (min(64, n - lo), tokens, dim), dtype=np.float32)
-            ecg[lo:lo + 64] = part * arrays.has_ecg[lo:lo + 64, None, None]
-        arrays = dataclasses.replace(arrays, ecg=ecg)
-    load_s = time.perf_counter() - t0
-    t1 = time.perf_counter()
-    fits = train_seeds("fused", arrays, cfg)
-    fit_s = time.perf_counter() - t1
-    t2 = time.perf_counter()
-    fit = fits[0]
-    metrics = evaluate_probe(fit.probe, {"best_epoch": fit.best_epoch, "epochs": fit.epochs},
-                             arrays, ecfg)
-    missing_modality(fit.probe, arrays, ecfg)
-    eval_s = time.perf_counter() - t2
-    return {"tokens": tokens, "seeds": seeds, "accelerate": accelerate,
-            "accelerator": fit.extra["accelerator"], "load_s": load_s, "fit_s": fit_s,
-            "eval_s": eval_s, "steps": fit.steps, "test_mae": metrics["test"]["mae"],
-            "ecg_bytes": int(arrays.ecg.nbytes)}
+
+def build(root: Path, tokens: int, timeout: float) -> dict[str, Any]:
+    """The planted cohort at ``tokens`` under ``root/n<tokens>``: its folder and build cost."""
+    folder = root / f"n{tokens}"
+    folder.mkdir()
+    (folder / "params.yaml").write_text(yaml.safe_dump(_params(tokens, 1, True)))
+    m = run_process([sys.executable, "-m", "rightsize.cli", "-q", "cohort", "--params",
+                     str(folder / "params.yaml"), "--out", str(folder / "manifest.parquet"),
+                     "--truth", str(folder / "truth.parquet")], env=_env(REPO / "src"),
+                    cwd=REPO, timeout_s=timeout)
+    if m.rc:
+        raise RuntimeError(f"cohort at {tokens} tokens: {last_line(m)}")
+    return {"folder": folder, "bytes": (folder / "manifest.parquet").stat().st_size,
+            "build_s": m.wall_s, "build_rss_mb": m.max_rss_mb}
+
+
+def train(cohort: dict[str, Any], tokens: int, seeds: int, accelerate: bool, src: Path,
+          truth: bool, timeout: float, tag: str) -> dict[str, Any]:
+    """One whole ``rightsize train fused`` process; its cost and what it measured."""
+    out = Path(tempfile.mkdtemp(prefix=f"{tag}-", dir=cohort["folder"]))
+    (out / "params.yaml").write_text(yaml.safe_dump(_params(tokens, seeds, accelerate)))
+    argv = [sys.executable, "-m", "rightsize.cli", "-q", "train", "fused", "--params",
+            str(out / "params.yaml"), "--manifest", str(cohort["folder"] / "manifest.parquet"),
+            "--out", str(out / "model"), "--events", str(out / "events"),
+            "--curve", str(out / "curve.csv"), "--metrics", str(out / "train.json"),
+            "--eval-json", str(out / "eval.json"), "--missing-json", str(out / "missing.json")]
+    if truth:
+        argv += ["--truth", str(cohort["folder"] / "truth.parquet")]
+    m = run_process(argv, env=_env(src), cwd=REPO, timeout_s=timeout)
+    if m.rc:
+        raise RuntimeError(f"{tag}: {last_line(m)}")
+    tr, ev = (json.loads((out / f).read_text()) for f in ("train.json", "eval.json"))
+    mi = json.loads((out / "missing.json").read_text())
+    side = json.loads((out / "model" / "checkpoint.json").read_text())
+    att = (ev.get("attention") or {}).get("echo_to_ecg") or {}
+    return {"tokens": tokens, "seeds": seeds, "accelerate": accelerate, "tag": tag,
+            "accelerator": side.get("accelerator", "?"), "wall_s": m.wall_s,
+            "rss_mb": m.max_rss_mb, "load_s": tr["wall_clock_s"]["load"],
+            "fit_s": tr["wall_clock_s"]["train"], "mae": ev["test"]["mae_mean"],
+            "mae_sd": ev["test"]["mae_sd"], "best_head": att.get("best_head_mean"),
+            "best_head_sd": att.get("best_head_sd"),
+            "ecg_cost": mi["ecg_absent"]["mae"] - mi["both_present"]["mae"]}
 
 
 def main() -> int:
-    """Run every case in a fresh child; print and write the markdown table."""
+    """Build the cohorts, run every case in a fresh child, write the stamped result."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--tokens", type=int, nargs="+", default=[1, 16, 186])
+    ap.add_argument("--tokens", type=int, nargs="+", default=[1, 16, 93, 186])
     ap.add_argument("--seeds", type=int, nargs="+", default=[1, 5])
-    ap.add_argument("--textbook", action="store_true",
-                    help="also run every case with train.accelerate: false")
-    ap.add_argument("--spread", type=float, default=0.5)
-    ap.add_argument("--manifest", default=str(REPO / "data" / "manifest.parquet"))
+    ap.add_argument("--textbook", type=int, nargs="*", default=[16, 186],
+                    help="token counts also run with train.accelerate: false")
+    ap.add_argument("--ratio-repeat", type=int, default=3)
+    ap.add_argument("--before", default=None, help="a revision whose src/ to compare with")
+    ap.add_argument("--before-tokens", type=int, nargs="*", default=[186])
+    ap.add_argument("--no-stage", action="store_true", help="skip the token_cost stage check")
     ap.add_argument("--timeout", type=float, default=3600.0)
     ap.add_argument("--out", default=str(HERE / "results" / "ecg_tokens.md"))
-    ap.add_argument("--child", nargs=5, metavar=("MANIFEST", "N", "K", "ACCEL", "SPREAD"),
-                    help=argparse.SUPPRESS)
     args = ap.parse_args()
-    if args.child:
-        m, n, k, acc, spread = args.child
-        print(json.dumps(child(m, int(n), int(k), acc == "1", float(spread))))
-        return 0
-    env = {**os.environ, **{v: "1" for v in THREAD_VARS},
-           "PYTHONPATH": str(REPO / "src")}
     info = machine_info()
     info["torch"] = subprocess.run([sys.executable, "-c", "import torch; print(torch.__version__)"],
                                    capture_output=True, text=True, check=True).stdout.strip()
-    rows = []
-    for k in args.seeds:
-        for n in args.tokens:
-            for acc in ((True, False) if args.textbook else (True,)):
-                m = run_process([sys.executable, __file__, "--child", args.manifest, str(n),
-                                 str(k), "1" if acc else "0", str(args.spread)], env=env,
-                                cwd=REPO, timeout_s=args.timeout)
-                doc = child_json(m, f"tokens {n} seeds {k}")
-                doc.update(wall_s=m.wall_s, rss_mb=m.max_rss_mb)
-                rows.append(doc)
-                print(f"N={n} K={k} accelerate={acc}: {m.wall_s:.1f} s, {m.max_rss_mb:.0f} MiB "
-                      f"({doc['accelerator']})", file=sys.stderr, flush=True)
-    text = _render(args, info, rows)
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(text)
-    print(text)
+    rows, ratio, before, stage = [], {}, [], None
+    wanted = sorted({*args.tokens, *args.before_tokens, *args.textbook})
+    with tempfile.TemporaryDirectory(prefix="ecg-tokens-bench-") as tmp:
+        cohorts = {n: build(Path(tmp), n, args.timeout) for n in wanted}
+        k_max = max(args.seeds)
+        for i in range(args.ratio_repeat):          # the speed goal: ABBA over N = 1 / 16
+            for n in (1, 16) if i % 2 == 0 else (16, 1):
+                ratio.setdefault(n, []).append(train(cohorts[n], n, k_max, True, REPO / "src",
+                                                     True, args.timeout, f"ratio-{n}-{i}"))
+                _say(ratio[n][-1])
+        for k in args.seeds:
+            for n in args.tokens:
+                for acc in (True, False) if n in args.textbook else (True,):
+                    if acc and k == k_max and n in ratio:
+                        rows.append(ratio[n][0])
+                        continue
+                    rows.append(train(cohorts[n], n, k, acc, REPO / "src", True, args.timeout,
+                                      f"n{n}-k{k}-{'acc' if acc else 'textbook'}"))
+                    _say(rows[-1])
+        if args.before:
+            (Path(tmp) / "before").mkdir()
+            src = extract(args.before, Path(tmp) / "before")
+            for n in args.before_tokens:
+                for name, side in (("before", src), ("after", REPO / "src")):
+                    before.append({**train(cohorts[n], n, 1, True, side, False, args.timeout,
+                                           f"{name}-{n}"), "side": name})
+                    _say(before[-1])
+        if not args.no_stage:
+            stage = _stage(Path(tmp), args.timeout)
+        text = _render(args, info, cohorts, rows, ratio, before, stage)
+    path = write_result(args.out, text, Path(__file__).name, info)
+    print(path.read_text())
     return 0
 
 
-def _render(args: argparse.Namespace, info: dict[str, Any], rows: list[dict]) -> str:
-    pooled = {r["seeds"]: r["wall_s"] for r in rows if r["tokens"] == 1 and r["accelerate"]}
+def _say(r: dict[str, Any]) -> None:
+    print(f"{r['tag']}: {r['wall_s']:.1f} s, {r['rss_mb']:.0f} MiB ({r['accelerator']})",
+          file=sys.stderr, flush=True)
+
+
+def _stage(tmp: Path, timeout: float) -> dict[str, Any]:
+    """``rightsize token-cost`` with the shipped params: its whole result and wall time."""
+    out = tmp / "token_cost.json"
+    m = run_process([sys.executable, "-m", "rightsize.cli", "-q", "token-cost", "--params",
+                     str(REPO / "params.yaml"), "--json", str(out), "--workdir", str(tmp)],
+                    env=_env(REPO / "src"), cwd=REPO, timeout_s=timeout)
+    if m.rc:
+        raise RuntimeError(f"token-cost: {last_line(m)}")
+    return {"wall_s": m.wall_s, **json.loads(out.read_text())}
+
+
+def _render(args: argparse.Namespace, info: dict[str, str], cohorts: dict[int, Any],
+            rows: list[dict], ratio: dict[int, list[dict]], before: list[dict],
+            stage: dict[str, Any] | None) -> str:
+    def best(v: Any) -> str:
+        return "—" if v is None else f"{v:.3f}"
+
+    cmd = " ".join(["python benchmarks/ecg_tokens_bench.py", *sys.argv[1:]])
     lines = ["# The fused probe at ECG token counts (train + evaluate, whole process, 1 thread)",
-             "", f"`python benchmarks/ecg_tokens_bench.py --tokens "
-             f"{' '.join(map(str, args.tokens))} --seeds {' '.join(map(str, args.seeds))}"
-             + (" --textbook" if args.textbook else "") + f"`, {time.strftime('%Y-%m-%d %H:%M')}"
-             f"; tokens synthesized in memory from `{Path(args.manifest).name}` (pooled ECG + "
-             f"noise sd {args.spread}); shipped `params.yaml` (fusion_dim 256, 50 epochs). "
-             "Measured whole, nothing extrapolated.", ""]
+             "", f"`{cmd}`, {time.strftime('%Y-%m-%d %H:%M')}; planted synthetic cohorts "
+             "built by `rightsize cohort` at each token count (shipped params otherwise: "
+             "fusion_dim 256, 50 epochs); every case one whole `rightsize train fused` "
+             "process with --eval-json, --missing-json and --truth, as train@fused runs it. "
+             "Measured whole, nothing extrapolated. Driver peak RSS "
+             f"{self_peak_rss_mb():.0f} MiB (the floor of every RSS below).", ""]
     lines += [f"- {k}: {v}" for k, v in info.items()]
-    lines += ["", "| ECG tokens | seeds | path (accelerator) | wall s | vs pooled | peak RSS MiB "
-              "| load s | fit s | evaluate s | ECG array MB | test MAE |",
-              "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines += ["- box: shared 2-core VM (other sessions running): read the ratios", "",
+              "## Cohorts", "", "| ECG tokens | manifest MB | build s | build peak RSS MiB |",
+              "|---:|---:|---:|---:|"]
+    lines += [f"| {n} | {c['bytes'] / 1e6:.0f} | {c['build_s']:.1f} | {c['build_rss_mb']:.0f} |"
+              for n, c in cohorts.items()]
+    k_max = max(args.seeds)
+    med = {n: statistics.median(r["wall_s"] for r in rs) for n, rs in ratio.items()}
+    fast = {n: min(r["wall_s"] for r in rs) for n, rs in ratio.items()}
+    if 1 in med and 16 in med:
+        lines += ["", "## Speed goal: 16 tokens within 3x the pooled fused (5 seeds)", "",
+                  f"{len(ratio[1])} runs each at {k_max} seeds, alternating order: pooled "
+                  f"median {med[1]:.1f} s, 16 tokens median {med[16]:.1f} s: **"
+                  f"{med[16] / med[1]:.2f}x** (fastest runs {fast[16] / fast[1]:.2f}x); goal "
+                  f"<= 3x: {'PASS' if med[16] / med[1] <= 3 else 'FAIL'}."]
+    pooled = {r["seeds"]: r["wall_s"] for r in rows if r["tokens"] == 1 and r["accelerate"]}
+    lines += ["", "## Every case", "", "| ECG tokens | seeds | path (accelerator) | wall s | "
+              "vs pooled | peak RSS MiB | load s | fit s | test MAE (mean ± sd, seeds) | "
+              "best head on t* (mean ± sd) | MAE cost of no ECG (seed 0) |",
+              "|---:|---:|---|---:|---:|---:|---:|---:|---|---|---:|"]
     for r in rows:
-        ratio = r["wall_s"] / pooled[r["seeds"]] if r["seeds"] in pooled else float("nan")
         path = ("accelerated" if r["accelerate"] else "accelerate: false") + \
             f" ({r['accelerator']})"
-        lines.append(f"| {r['tokens']} | {r['seeds']} | {path} | {r['wall_s']:.1f} | "
-                     f"{ratio:.2f}x | {r['rss_mb']:.0f} | {r['load_s']:.1f} | {r['fit_s']:.1f} | "
-                     f"{r['eval_s']:.1f} | {r['ecg_bytes'] / 1e6:.0f} | {r['test_mae']:.3f} |")
+        vs = r["wall_s"] / pooled[r["seeds"]] if r["seeds"] in pooled else float("nan")
+        lines.append(f"| {r['tokens']} | {r['seeds']} | {path} | {r['wall_s']:.1f} | {vs:.2f}x "
+                     f"| {r['rss_mb']:.0f} | {r['load_s']:.1f} | {r['fit_s']:.1f} | "
+                     f"{r['mae']:.3f} ± {r['mae_sd']:.3f} | {best(r['best_head'])} ± "
+                     f"{best(r['best_head_sd'])} | {r['ecg_cost']:+.2f} |")
+    if before:
+        lines += ["", f"## Before/after the chunked token moments (`{args.before}` vs this "
+                  "commit, 1 seed, without --truth)", "",
+                  "| ECG tokens | side | wall s | peak RSS MiB | fit s | test MAE |",
+                  "|---:|---|---:|---:|---:|---:|"]
+        lines += [f"| {r['tokens']} | {r['side']} | {r['wall_s']:.1f} | {r['rss_mb']:.0f} | "
+                  f"{r['fit_s']:.1f} | {r['mae']:.3f} |" for r in before]
+    if stage is not None:
+        whole = {r["tokens"]: r["wall_s"] for r in rows if r["seeds"] == 1 and r["accelerate"]}
+        lines += ["", f"## The token_cost stage beside the cases measured whole (stage wall "
+                  f"{stage['wall_s']:.1f} s)", "",
+                  "| ECG tokens | stage: train + evaluate s | basis | measured whole s | "
+                  "stage / whole |", "|---:|---:|---|---:|---:|"]
+        for c in sorted(stage["cases"].values(), key=lambda c: c["ecg_tokens"]):
+            w = whole.get(c["ecg_tokens"])
+            lines.append(f"| {c['ecg_tokens']} | {c['train_eval_s']:.1f} | {c['basis']} | "
+                         + (f"{w:.1f} | {c['train_eval_s'] / w:.2f} |" if w else "— | — |"))
     return "\n".join(lines) + "\n"
 
 

@@ -30,6 +30,7 @@ VERB_MODULES = (
     "rightsize.verbs.telemetry",
     "rightsize.verbs.cohort",
     "rightsize.verbs.probes",
+    "rightsize.verbs.token_cost",
     "rightsize.verbs.sizing",
     "rightsize.verbs.bench",
     "rightsize.verbs.experiments",

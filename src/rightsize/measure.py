@@ -16,6 +16,7 @@ import os
 import platform
 import sys
 import time
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
@@ -34,6 +35,23 @@ def peak_rss_mb() -> float:
         return psutil.Process().memory_info().rss / 2**20
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak / 2**20 if sys.platform == "darwin" else peak / 1024
+
+
+def memory_hwm_mb() -> float:
+    """High-water mark of this process's own resident memory, MiB (``VmHWM`` on Linux).
+
+    Unlike :func:`peak_rss_mb` it does not count what a parent held when it spawned this
+    process (``ru_maxrss`` carries that over ``execve``); elsewhere it falls back to
+    :func:`peak_rss_mb`.
+    """
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return peak_rss_mb()
 
 
 class Timer:
@@ -201,3 +219,39 @@ def hardware_stamp(threads: int, device: str) -> dict[str, Any]:
         "device": _device_name(str(device)),
         "numerics": numerics_stamp(),
     }
+
+
+@dataclass(frozen=True)
+class ProcessCost:
+    """One finished child process: its wall-clock, peak RSS, exit code and last output."""
+
+    wall_s: float
+    peak_rss_mb: float          # the child's ru_maxrss (see :func:`run_measured`)
+    rc: int
+    output_tail: str            # the last lines of its stdout + stderr
+
+
+def run_measured(argv: list[str], env: dict[str, str] | None = None,
+                 cwd: str | os.PathLike[str] | None = None) -> ProcessCost:
+    """Run ``argv`` to completion: its wall-clock (monotonic, spawn to exit) and peak RSS
+    (``ru_maxrss`` of ``os.wait4``, Linux and macOS).
+
+    On Linux a child's ``ru_maxrss`` starts at the peak RSS its parent had when it was
+    spawned (the address space ``execve`` replaced), so a caller that measures children
+    should stay small and report its own :func:`memory_hwm_mb` as the floor of what it
+    measured.
+    Output goes to a temporary file (no pipe to fill up and stall the child).
+    """
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryFile() as out:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(argv, env=env, cwd=cwd, stdout=out, stderr=subprocess.STDOUT)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        tail = out.read()[-4000:].decode("utf-8", "replace")
+    peak = usage.ru_maxrss / (2**20 if sys.platform == "darwin" else 1024)   # bytes / KiB
+    return ProcessCost(wall, peak, proc.returncode, tail)

@@ -31,6 +31,7 @@ BLOCKS = (
     "train",
     "evaluate",
     "footprint",
+    "token_cost",
     "encoder_bench",
     "sizing",
     "report",

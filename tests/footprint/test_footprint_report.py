@@ -99,9 +99,10 @@ def test_footprint_report(setup: Path, capsys: pytest.CaptureFixture[str]) -> No
     assert r["checkpoint_bytes_total"] == (_dir_bytes(setup / "models/fused")
                                            + _dir_bytes(setup / "models/ecg"))
     # n x k x 8 x 4 + n x 4 x 4 with n = 10: 480, 800, 1440
-    assert r["payload_table"] == [{"max_clips": 1, "payload_bytes": 480},
-                                  {"max_clips": 2, "payload_bytes": 800},
-                                  {"max_clips": 4, "payload_bytes": 1440}]
+    assert r["payload_table"] == [{"max_clips": 1, "ecg_tokens": 1, "payload_bytes": 480},
+                                  {"max_clips": 2, "ecg_tokens": 1, "payload_bytes": 800},
+                                  {"max_clips": 4, "ecg_tokens": 1, "payload_bytes": 1440}]
+    assert r["ecg_tokens"] == 1
     assert r["payload_bytes"] == {"clips_1": 480, "clips_2": 800, "clips_4": 1440}
     assert r["payload_expected_bytes"] == 800
     assert r["payload_measured_bytes"] == manifest.stat().st_size
@@ -122,6 +123,26 @@ def test_configured_clips_added_to_table(setup: Path, capsys: pytest.CaptureFixt
     assert [row["max_clips"] for row in r["payload_table"]] == [1, 2, 16]
     # 10 x 16 x 8 x 4 + 10 x 4 x 4
     assert r["payload_bytes"]["clips_16"] == payload_bytes(N, 16, ECHO_DIM, ECG_DIM) == 5_280
+
+
+@pytest.mark.parametrize("configured", [3, None])
+def test_payload_counts_every_ecg_token(setup: Path, capsys: pytest.CaptureFixture[str],
+                                        configured: int | None) -> None:
+    """cohort.ecg_tokens N > 1: every subject carries N ECG vectors (null: the manifest's
+    ECG width says how many)."""
+    params = yaml.safe_load(Path("params.yaml").read_text())
+    params["cohort"]["ecg_tokens"] = configured
+    Path("params.yaml").write_text(yaml.safe_dump(params))
+    table = pq.read_table("data/manifest.parquet")
+    ecg = np.zeros((N, 3 * ECG_DIM), np.float32).ravel()
+    table = table.set_column(2, "ecg", pa.FixedSizeListArray.from_arrays(pa.array(ecg),
+                                                                         3 * ECG_DIM))
+    pq.write_table(table, "data/manifest.parquet")
+    r = _run(capsys, "-q")
+    # n x k x 8 x 4 + n x 3 x 4 x 4 with n = 10, k = 2 (configured)
+    assert r["ecg_tokens"] == 3 and r["payload_expected_bytes"] == 640 + 480 == payload_bytes(
+        N, MAX_CLIPS, ECHO_DIM, ECG_DIM, 3)
+    assert r["payload_bytes"]["clips_1"] == 320 + 480
 
 
 def test_buffers_counted_and_sidecar_mismatch_warned(

@@ -36,6 +36,8 @@ TINY_PARAMS: dict[str, Any] = {
     "evaluate.n_bootstrap": 200,
     "evaluate.n_bootstrap_missing": 100,
     "footprint.clips": [1, 4],
+    "token_cost.tokens": [1, 3],
+    "token_cost.epochs_timed": 2,
     "encoder_bench.models.ecg.size": "small",
     "encoder_bench.models.ecg.batch_sizes": [1],
     "encoder_bench.models.ecg.preprocess_records": 5,

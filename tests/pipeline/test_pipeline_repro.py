@@ -21,7 +21,8 @@ pytestmark = pytest.mark.slow
 
 ALL_STAGES = {
     "demo_run", "verify@demo", "telemetry@demo", "cohort", "footprint",
-    "sizing", "encoder_bench@ecg", "encoder_bench@echo", *(f"train@{p}" for p in PROBES),
+    "sizing", "encoder_bench@ecg", "encoder_bench@echo", "token_cost",
+    *(f"train@{p}" for p in PROBES),
     *(f"probe_telemetry@{p}" for p in ("echo", "concat", "fused")),
 }
 
@@ -152,11 +153,13 @@ def test_plots_show_renders_curves(built_project, pipeline_env):
 @pytest.mark.parametrize(
     ("key", "value", "changed"),
     [
-        ("train.fused.epochs", 2, {"train@fused"}),
+        # token_cost measures the fused probe's train + evaluate: its params re-run it too
+        ("train.fused.epochs", 2, {"train@fused", "token_cost"}),
         # evaluation and the missing-modality test run in the train process (one start-up
         # per probe), so their params re-run the train stages
-        ("evaluate.n_bootstrap", 150, {f"train@{p}" for p in PROBES}),
-        ("evaluate.n_bootstrap_missing", 150, {f"train@{p}" for p in PROBES}),
+        ("evaluate.n_bootstrap", 150, {*(f"train@{p}" for p in PROBES), "token_cost"}),
+        ("evaluate.n_bootstrap_missing", 150, {*(f"train@{p}" for p in PROBES),
+                                               "token_cost"}),
         ("train.concat.hidden", 8, {"train@concat"}),
         ("telemetry.gap_s", 500, {"telemetry@demo"}),
     ],

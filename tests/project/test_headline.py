@@ -34,6 +34,7 @@ DOC_NAMES = {
     ("footprint", "footprint"): ("footprint", "footprint.json"),
     ("encoder", "bench"): ("<model>_encoder", "encoders/<model>.json"),
     ("sizing", "sizing"): ("ask", "sizing.json"),
+    ("token_cost", "token_cost"): ("token_cost", "token_cost.json"),
 }
 ROW = re.compile(r"^\| `([^`]+)` \| [^|]+ \| `([^`:]+): ([^`]+)` \| .+ \|$")
 
@@ -69,7 +70,8 @@ def headline_files() -> list[tuple[Path, str, str | None, dict[str, Path]]]:
         elif rel.parts[0] == "encoders":
             out.append((f, "encoder", item, {"bench": METRICS / "encoders" / rel.name}))
         else:
-            kind = {"cohort": "cohort", "footprint": "footprint", "sizing": "sizing"}[item]
+            kind = {"cohort": "cohort", "footprint": "footprint", "sizing": "sizing",
+                    "token_cost": "token_cost"}[item]
             out.append((f, kind, None, {kind: METRICS / rel.name}))
     return out
 

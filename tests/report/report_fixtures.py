@@ -117,9 +117,31 @@ def eval_json(probe: str) -> dict:
     out["seeds"] = {f"r{j}": {"seed": j, "test_mae": v} for j, v in enumerate(per_seed)}
     shared = np.random.default_rng(5).normal(0.0, 0.3, 200)      # the same resamples
     out["bootstrap"] = {"test_mae": (mae + shared).tolist()}
+    out["ecg_tokens"] = 1
+    out["ecg_pooling"] = {"echo": "none", "fused": "attention (echo->ECG); mean (ECG->echo "
+                                                 "query)"}.get(probe, "mean")
     if probe == "fused":
         out["attention_entropy"] = 1.23
     return out
+
+
+# The token_cost stage at 1, 16 and 186 tokens: (train + evaluate s, peak RSS MB, manifest B)
+TOKEN_COST = {1: (4.9, 498.0, 23_180_419), 16: (11.7, 717.0, 73_160_758),
+              186: (50.9, 1937.0, 639_345_797)}
+
+
+def token_cost_json(scale: float = 1.0) -> dict:
+    """metrics/token_cost.json for :data:`TOKEN_COST` (seconds times ``scale``)."""
+    basis = ("extrapolated: 3 of 50 epochs run (39 steps), the other 47 at the median of "
+             "epochs 2-3 (2 epochs, 26 steps)")
+    cases = {f"tokens_{n}": {"ecg_tokens": n, "manifest_bytes": b, "payload_bytes": b + 1000,
+                             "build_s": 1.0, "build_peak_rss_mb": 200.0,
+                             "train_eval_s": s * scale, "measured_whole": False, "basis": basis,
+                             "peak_rss_mb": r, "accelerator": "fused_tokens" if n > 1
+                             else "fused_pooled"}
+             for n, (s, r, b) in TOKEN_COST.items()}
+    return {"probe": "fused", "seeds": 1, "epochs": 50,
+            "epochs_timed": 3, "cases": cases, "hardware": dict(HARDWARE)}
 
 
 def write_curve(path: Path, epochs: int, seed: int) -> None:
@@ -178,6 +200,7 @@ def write_metrics(metrics: Path) -> None:
     }
     (metrics / "footprint.json").write_text(json.dumps(footprint))
     (metrics / "sizing.json").write_text(json.dumps(sizing_result()))
+    (metrics / "token_cost.json").write_text(json.dumps(token_cost_json()))
     (metrics / "cohort.json").write_text(json.dumps(
         {"n_subjects": n, "max_clips": 8, "perfect_model_mae": 3.99, "peak_rss_mb": 380.0}))
 
@@ -197,7 +220,7 @@ def write_params(path: Path, report: dict | None = None, runs: tuple[str, ...] =
     """A params.yaml with the blocks the report reads."""
     data = {"telemetry": {"gap_s": 600, "runs": {r: {"train_records": 96000, "global_batch": 32}
                                                  for r in runs}},
-            "train": {"probes": list(PROBES)},
+            "train": {"probes": list(PROBES), "seeds": 5},
             "report": report if report is not None else {"title": "Test report"}}
     path.write_text(yaml.safe_dump(data))
     return path

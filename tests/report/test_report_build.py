@@ -96,7 +96,8 @@ def test_report_opens_with_verdicts_carrying_measurements(full_build):
         in run_line
 
     verdicts = json.loads(full_build.stdout)["verdicts"]
-    assert [v["key"] for v in verdicts] == ["probe_gpu", "fusion", "sizing", "run:demo"]
+    assert [v["key"] for v in verdicts] == ["probe_gpu", "fusion", "token_cost", "sizing",
+                                            "run:demo"]
     assert verdicts[0]["answer"] == "No"
 
 
@@ -119,10 +120,13 @@ def test_probe_sections(full_build):
                          rf"\| \d+\.\d+ \[\d+\.\d+, \d+\.\d+\] \| 0\.\d+ \[", probes, re.M), name
     assert "| echo absent |" in probes and "| both modalities |" in probes
     # every probe with a missing-modality file, one row each, in train.probes order
-    by_probe = probes.split("| probe | both modalities | echo absent | ECG absent |", 1)[1]
+    by_probe = probes.split("| probe | both modalities | echo absent | ECG absent | ECG absent "
+                            "− both (MAE) |", 1)[1]
     rows = re.findall(r"^\| (\w+) \| ([\d.]+) \[", by_probe, re.M)[:3]
     assert [r[0] for r in rows] == ["ecg", "concat", "fused"]
-    assert "| ecg | 9.10 [8.60, 10.3] | 9.10 [8.60, 10.3] | 9.80 [8.60, 10.3] |" in by_probe
+    assert "| ecg | 9.10 [8.60, 10.3] | 9.10 [8.60, 10.3] | 9.80 [8.60, 10.3] | +0.700 |" \
+        in by_probe
+    assert "ecg and concat read the mean of the ECG tokens (ecg_pooling: mean)" in probes
     assert f"| all probes |   |   | {fmt.seconds(sum(t + e for t, e, _, _ in PROBES.values()))}" \
         in probes
     assert "| 8 (configured) |" in probes

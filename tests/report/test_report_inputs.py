@@ -20,7 +20,8 @@ def test_no_metrics_at_all_says_not_run(tmp_path):
     assert "<img" not in html and "http://" not in html and "https://" not in html
     assert not list((built.out / "figures").glob("*.png")) if (built.out / "figures").exists() \
         else True
-    assert [v["answer"] for v in json.loads(built.stdout)["verdicts"]] == ["not run"] * 4
+    assert [v["answer"] for v in json.loads(built.stdout)["verdicts"]] == ["not run"] * 5
+    assert "Not run: metrics/token_cost.json is missing (dvc repro token_cost)." in md
 
 
 def test_partial_and_unreadable_inputs(tmp_path):

@@ -149,7 +149,10 @@ class Moments:
             dim = data.ecg.shape[-1]
             return cls(em, es, np.zeros(dim, np.float32), np.ones(dim, np.float32), eb, None)
         dim = data.ecg.shape[-1]
-        gm, gs, gb = _moments(data.ecg[data.has_ecg].reshape(-1, dim), dim, rank, threads)
+        if data.ecg.ndim == 3:          # N > 1 tokens: every token a row, in chunks
+            gm, gs, gb = token_moments(data.ecg, data.has_ecg, rank, threads)
+        else:
+            gm, gs, gb = _moments(data.ecg[data.has_ecg], dim, rank, threads)
         return cls(em, es, gm, gs, eb, gb)
 
 
@@ -170,6 +173,70 @@ def _moments(x: np.ndarray, dim: int, rank: int, threads: int | None
     return mean.astype(np.float32), sd.astype(np.float32), basis
 
 
+TOKEN_CHUNK_BYTES = 32 * 2**20     # float64 bytes of token rows per chunk of token_moments
+
+
+def token_moments(ecg: np.ndarray, present: np.ndarray, rank: int, threads: int | None
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """:func:`_moments` of every token of the subjects ``present`` (``ecg`` (m, N, dim)
+    float32), the token rows never gathered into one array.
+
+    Two passes over chunks of subjects (at most :data:`TOKEN_CHUNK_BYTES` of float64 rows
+    each): the mean, then the centred sums of squares and the centred Gram matrix ``D^T D``
+    (float64, numpy's BLAS under ``threadpool_limits(threads)``). The standardized Gram
+    matrix is ``diag(1/sd) D^T D diag(1/sd)`` and its top-``rank`` eigenvectors are the
+    principal directions (:func:`top_eigenvectors`), as :func:`_moments` gets them from
+    ``z^T z`` with every row in memory: the same quantities up to rounding (summation
+    order), in O(chunk + dim^2) memory instead of three copies of every token (float32
+    gathered, float64 centred, float64 standardized: 2.8 GB at 186 tokens, 829 subjects).
+    A pooled ECG (2-D) never comes here: its moments stay :func:`_moments`' bits.
+    """
+    from threadpoolctl import threadpool_limits
+
+    rows = np.flatnonzero(present)
+    _, n_tok, dim = ecg.shape
+    if rows.size == 0:
+        return np.zeros(dim, np.float32), np.ones(dim, np.float32), None
+    step = max(1, TOKEN_CHUNK_BYTES // (n_tok * dim * 8))
+    chunks = [rows[i:i + step] for i in range(0, rows.size, step)]
+    count = rows.size * n_tok
+    total = np.zeros(dim)
+    for c in chunks:
+        total += ecg[c].reshape(-1, dim).sum(axis=0, dtype=np.float64)
+    mean = total / count
+    basis_wanted = 0 < rank < dim
+    squares = np.zeros(dim)
+    gram = np.zeros((dim, dim)) if basis_wanted else None
+    with threadpool_limits(limits=threads):
+        for c in chunks:
+            d = ecg[c].reshape(-1, dim) - mean                  # float64 (rows, dim)
+            squares += np.einsum("ij,ij->j", d, d)
+            if gram is not None:
+                gram += d.T @ d
+    sd = np.sqrt(squares / count)
+    sd = np.where(sd > 1e-8, sd, 1.0)
+    basis = None
+    if gram is not None:
+        with threadpool_limits(limits=threads):
+            basis = top_eigenvectors(gram / np.outer(sd, sd), rank)
+    return mean.astype(np.float32), sd.astype(np.float32), basis
+
+
+def top_eigenvectors(gram: np.ndarray, rank: int) -> np.ndarray:
+    """Top-``rank`` eigenvectors of the symmetric ``gram`` (dim, dim), largest first,
+    signs fixed as :func:`principal_basis` fixes them, float32."""
+    _, vecs = np.linalg.eigh(gram)
+    return _signed(vecs[:, -rank:][:, ::-1])
+
+
+def _signed(top: np.ndarray) -> np.ndarray:
+    """``top`` (dim, rank) with each column's largest-magnitude entry positive, float32."""
+    rank = top.shape[1]
+    pivot = np.abs(top).argmax(axis=0)
+    signs = np.where(top[pivot, np.arange(rank)] < 0, -1.0, 1.0)
+    return np.ascontiguousarray(top * signs, dtype=np.float32)
+
+
 def principal_basis(z: np.ndarray, rank: int, threads: int | None = None) -> np.ndarray:
     """Top-``rank`` eigenvectors of ``z^T z`` (``z`` (n, dim) float64), largest first, float32.
 
@@ -186,17 +253,11 @@ def principal_basis(z: np.ndarray, rank: int, threads: int | None = None) -> np.
 
     n, dim = z.shape
     z = np.ascontiguousarray(z, dtype=np.float64)
-    top = None
     with threadpool_limits(limits=threads):
         if rank < n - 1 < dim:
             vals, vecs = np.linalg.eigh(z @ z.T)                    # ascending eigenvalues
             lam = vals[-rank:][::-1]
             if bool((lam > 1e-9 * vals[-1]).all()):
                 v = z.T @ np.ascontiguousarray(vecs[:, -rank:][:, ::-1])   # (dim, rank)
-                top = v / np.linalg.norm(v, axis=0)
-        if top is None:
-            _, vecs = np.linalg.eigh(z.T @ z)
-            top = vecs[:, -rank:][:, ::-1]                          # (dim, rank), largest first
-    pivot = np.abs(top).argmax(axis=0)
-    signs = np.where(top[pivot, np.arange(rank)] < 0, -1.0, 1.0)
-    return np.ascontiguousarray(top * signs, dtype=np.float32)
+                return _signed(v / np.linalg.norm(v, axis=0))
+        return top_eigenvectors(z.T @ z, rank)                      # (dim, rank), largest first

@@ -5,9 +5,12 @@ The metric dict has stable keys (scalars and nested dicts only, as DVC wants):
 ``best_epoch``, ``mean_predictor_mae`` (train-mean LVEF on test), ``params``,
 ``checkpoint_bytes``, ``wall_clock_s.{train,eval,total}``, ``peak_rss_mb``,
 ``peak_rss_mb_train``, ``hardware.*``, ``bootstrap.test_mae`` (the MAE of each resample,
-a list, which DVC's metrics listing skips) and, for the fused probe,
+a list, which DVC's metrics listing skips), ``ecg_tokens`` and ``ecg_pooling`` (how the
+probe reads a subject's ECG tokens, from the checkpoint's arch) and, for the fused probe,
 ``attention_entropy.{echo_to_ecg,ecg_to_echo}`` (+ ``*_max`` = mean log(n_keys) and
-``*_null`` = mean weight on the null token).
+``*_null`` = mean weight on the null token). The seed replicas' keys and, with a truth file
+of planted ECG tokens, ``attention.echo_to_ecg`` come from
+:func:`rightsize.probes.seeds.evaluate_replicas`.
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ def evaluate_probe(probe: Probe, sidecar: dict[str, Any], arrays: CohortArrays,
     """
     test = split_data(arrays, "test")
     val = split_data(arrays, "val")
+    arch = sidecar.get("arch") or {}
     metrics, boot_s, samples = score_split(probe, test, cfg.n_bootstrap, cfg.seed, cfg.ci)
     out: dict[str, Any] = {
         "probe": probe.name,
@@ -63,6 +67,8 @@ def evaluate_probe(probe: Probe, sidecar: dict[str, Any], arrays: CohortArrays,
         "mean_predictor_mae": mean_predictor_mae(arrays),
         "params": probe.n_params,
         "ef_score": sidecar.get("ef_score", "neg_lvef"),
+        "ecg_tokens": int(arch.get("ecg_tokens", 1)),
+        "ecg_pooling": str(arch.get("ecg_pooling", "mean")),
         "ci": cfg.ci,
         "bootstrap_s": boot_s,
     }

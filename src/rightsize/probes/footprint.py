@@ -9,9 +9,11 @@ Reads what the cohort/train/evaluate stages left behind and reports, as DVC-frie
   state_dict loaded with ``torch.load(weights_only=True)``, buffers included;
   ``weights.npz``: total array size), i.e. every stored number, not just trainable ones.
   A ``checkpoint.json`` claiming more parameters than the weights hold is warned about.
-* ``payload_bytes.clips_<k>`` = ``n x k x echo_dim x 4 + n x ecg_dim x 4`` (float32 arithmetic)
-  for every ``k`` in ``footprint.clips`` plus ``cohort.max_clips``; the measured manifest
-  bytes sit next to the configured ``k`` (``payload_measured_bytes``, ``payload_measured_ratio``).
+* ``payload_bytes.clips_<k>`` = ``n x k x echo_dim x 4 + n x N x ecg_dim x 4`` (float32
+  arithmetic, ``N`` = ``ecg_tokens``: ``cohort.ecg_tokens``, or with ``null`` the manifest's
+  ECG width over ``ecg_dim``) for every ``k`` in ``footprint.clips`` plus ``cohort.max_clips``;
+  the measured manifest bytes sit next to the configured ``k`` (``payload_measured_bytes``,
+  ``payload_measured_ratio``).
 * ``peak_rss_mb.{cohort,train_<probe>,eval_<probe>}`` from the stages' metric JSONs.
 * ``writable.<name>``: the output location exists (or can be created) and a temp file can be
   created and removed there; ``free_disk_bytes`` at the metrics location.
@@ -55,18 +57,21 @@ class FootprintConfig:
 
 @dataclass(frozen=True)
 class CohortShape:
-    """The four ``cohort`` keys the payload arithmetic needs."""
+    """The ``cohort`` keys the payload arithmetic needs (``ecg_tokens`` None: from the
+    manifest, as ``cohort.ecg_tokens: null`` takes it from the input files)."""
 
     n_subjects: int
     max_clips: int
     echo_dim: int
     ecg_dim: int
+    ecg_tokens: int | None = 1
 
     def validate(self, key: str = "cohort") -> None:
         """Raise ``ParamsError`` naming ``<key>.<field>`` for a non-positive value."""
-        for name in ("n_subjects", "max_clips", "echo_dim", "ecg_dim"):
+        for name in ("n_subjects", "max_clips", "echo_dim", "ecg_dim", "ecg_tokens"):
             value = getattr(self, name)
-            require(value > 0, f"{key}.{name}", f"must be a positive integer, got {value!r}")
+            ok = value > 0 if value is not None else name == "ecg_tokens"
+            require(ok, f"{key}.{name}", f"must be a positive integer, got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -79,12 +84,34 @@ class FootprintPaths:
     reports: Path = Path("reports")
 
 
-def payload_table(shape: CohortShape, clips: tuple[int, ...]) -> list[dict[str, int]]:
-    """``[{max_clips, payload_bytes}]`` for ``clips`` plus ``shape.max_clips``, ascending."""
+def payload_table(shape: CohortShape, clips: tuple[int, ...],
+                  ecg_tokens: int = 1) -> list[dict[str, int]]:
+    """``[{max_clips, ecg_tokens, payload_bytes}]`` for ``clips`` plus ``shape.max_clips``,
+    ascending, each subject's ECG ``ecg_tokens`` vectors."""
     ks = sorted({*clips, shape.max_clips})
-    return [{"max_clips": k,
-             "payload_bytes": payload_bytes(shape.n_subjects, k, shape.echo_dim, shape.ecg_dim)}
+    return [{"max_clips": k, "ecg_tokens": ecg_tokens,
+             "payload_bytes": payload_bytes(shape.n_subjects, k, shape.echo_dim, shape.ecg_dim,
+                                            ecg_tokens)}
             for k in ks]
+
+
+def manifest_ecg_tokens(path: Path, ecg_dim: int) -> int:
+    """ECG vectors per subject of a manifest file: its ``ecg`` column's width over
+    ``ecg_dim`` (1 for a directory or a manifest without a fixed-size ``ecg`` column)."""
+    if not path.is_file():
+        return 1
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        schema = pq.read_schema(path)
+    except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for bad files
+        raise DataError(f"{path}: not a readable parquet file: {exc}") from None
+    index = schema.get_field_index("ecg")
+    kind = schema.field(index).type if index >= 0 else None
+    if kind is None or not pa.types.is_fixed_size_list(kind):
+        return 1
+    return max(1, kind.list_size // ecg_dim)
 
 
 def tree_bytes(path: Path) -> int:
@@ -244,8 +271,11 @@ def measure_footprint(paths: FootprintPaths, cfg: FootprintConfig, shape: Cohort
                      f"{shape.n_subjects}; payload table uses cohort.n_subjects")
 
     checkpoints = {p: checkpoint_footprint(paths.models / p) for p in probes}
-    table = payload_table(shape, cfg.clips)
-    expected = payload_bytes(shape.n_subjects, shape.max_clips, shape.echo_dim, shape.ecg_dim)
+    tokens = (shape.ecg_tokens if shape.ecg_tokens is not None
+              else manifest_ecg_tokens(paths.manifest, shape.ecg_dim))
+    table = payload_table(shape, cfg.clips, tokens)
+    expected = payload_bytes(shape.n_subjects, shape.max_clips, shape.echo_dim, shape.ecg_dim,
+                             tokens)
 
     rss: dict[str, float] = {"cohort": read_peak_rss(paths.metrics_dir / "cohort.json")}
     for stage in ("train", "eval"):
@@ -262,6 +292,7 @@ def measure_footprint(paths: FootprintPaths, cfg: FootprintConfig, shape: Cohort
         "checkpoint_params_total": sum(c["params"] for c in checkpoints.values()),
         "n_subjects": shape.n_subjects,
         "max_clips": shape.max_clips,
+        "ecg_tokens": tokens,
         "payload_table": table,
         "payload_bytes": {f"clips_{row['max_clips']}": row["payload_bytes"] for row in table},
         "payload_expected_bytes": expected,

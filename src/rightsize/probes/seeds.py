@@ -115,12 +115,16 @@ def train_spread(fits: list[Any], seeds: list[int]) -> dict[str, Any]:
 
 
 def evaluate_replicas(model_dir: str | Path, probe: Any, sidecar: dict[str, Any],
-                      arrays: CohortArrays, device: str, accelerate: bool = True
-                      ) -> dict[str, Any]:
+                      arrays: CohortArrays, device: str, accelerate: bool = True,
+                      planted: np.ndarray | None = None) -> dict[str, Any]:
     """Test MAE/AUROC and val MAE of every replica (replica 0 = ``probe``, already loaded;
     the others from their checkpoints), as spread keys beside the seed-0 ones:
     ``test.{mae,auroc}_{mean,sd,min,max}``, ``val.mae_*``, ``best_epoch_*``, ``n_seeds``,
-    ``seeds.r<k>.{seed,test_mae,test_auroc,val_mae,best_epoch}``."""
+    ``seeds.r<k>.{seed,test_mae,test_auroc,val_mae,best_epoch}``.
+
+    With ``planted`` (the test split's planted ECG token per row, -1 where none: the truth
+    file's) and replicas that attend from the echo to the ECG tokens, also
+    ``attention.echo_to_ecg`` (:func:`rightsize.probes.planted.planted_attention`)."""
     from rightsize.probes.bootstrap import auroc
     from rightsize.probes.checkpoint import load_checkpoint
     from rightsize.probes.data import split_data
@@ -143,7 +147,14 @@ def evaluate_replicas(model_dir: str | Path, probe: Any, sidecar: dict[str, Any]
         seeds.append(int(side.get("seed", (side.get("config") or {}).get("seed", 0) + k)))
     keys = spread_keys({"test": {"mae": rows["test_mae"], "auroc": rows["test_auroc"]},
                         "val": {"mae": rows["val_mae"]}, "": {"best_epoch": rows["best_epoch"]}})
-    return {**keys, "n_seeds": len(members), "seeds": per_seed(seeds, rows)}
+    out = {**keys, "n_seeds": len(members), "seeds": per_seed(seeds, rows)}
+    if planted is not None:
+        from rightsize.probes.planted import planted_attention
+
+        node = planted_attention([m for m, _ in members], test, planted)
+        if node is not None:
+            out["attention"] = {"echo_to_ecg": node}
+    return out
 
 
 def _check_replica(path: Path, k: int, side: dict[str, Any], seed0: dict[str, Any]) -> None:

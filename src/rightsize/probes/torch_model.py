@@ -26,14 +26,22 @@ from rightsize.probes import accel
 from rightsize.probes.data import SplitData
 
 PREDICT_BATCH = 512
+ENCODE_TOKEN_ROWS = 8192   # most ECG token rows encoded or predicted at once (N > 1)
 WEIGHTS = "weights.pt"
 Forward = Callable[..., torch.Tensor]
 
 
 def encode_split(model: nn.Module, data: SplitData, device: Any = "cpu",
                  batch: int = PREDICT_BATCH) -> dict[str, torch.Tensor]:
-    """``model.encode`` of every row of ``data`` (chunked, no grad): the tensors to batch."""
+    """``model.encode`` of every row of ``data`` (chunked, no grad): the tensors to batch.
+
+    Chunks of ``batch`` subjects; with N > 1 ECG tokens, of at most
+    :data:`ENCODE_TOKEN_ROWS` // N subjects (the standardization's temporaries of 512 x 186
+    tokens would take 0.6 GB).
+    """
     tensors = data.tensors(device)
+    if data.ecg.ndim == 3:
+        batch = max(1, min(batch, ENCODE_TOKEN_ROWS // data.ecg.shape[1]))
     with torch.no_grad():
         parts = [model.encode(**{k: t[lo:lo + batch] for k, t in tensors.items()})
                  for lo in range(0, max(len(data), 1), batch)]
@@ -43,8 +51,13 @@ def encode_split(model: nn.Module, data: SplitData, device: Any = "cpu",
 def predict_encoded_z(model: nn.Module, encoded: dict[str, torch.Tensor],
                       forward: Forward | None = None, batch: int = PREDICT_BATCH) -> np.ndarray:
     """Standardized predictions (m,) float64 from :func:`encode_split` output (eval mode,
-    no grad), by ``forward(model, **batch)`` (default: the module's ``forward_encoded``)."""
+    no grad), by ``forward(model, **batch)`` (default: the module's ``forward_encoded``);
+    batches of ``batch`` subjects, at N > 1 ECG tokens of at most :data:`ENCODE_TOKEN_ROWS`
+    // N (a fused forward over 512 x 186 tokens holds about 0.5 GB of activations)."""
     n = next(iter(encoded.values())).shape[0]
+    ecg = encoded.get("ecg")
+    if ecg is not None and ecg.dim() == 3:
+        batch = max(1, min(batch, ENCODE_TOKEN_ROWS // ecg.shape[1]))
     was_training = model.training
     model.eval()
     with torch.no_grad():

@@ -63,7 +63,7 @@ def build_report(settings: ReportSettings, metrics_dir: str | Path, out_dir: str
     out = Path(out_dir)
     inputs = load_inputs(Path(metrics_dir), settings.runs, settings.probes,
                          Path(seeds_json) if seeds_json is not None else None)
-    verdicts = all_verdicts(inputs, settings.config)
+    verdicts = all_verdicts(inputs, settings.config, settings.seeds)
     blocks = report_blocks(settings, inputs, verdicts)
     fig_dir = out / FIGURE_DIR
     written: list[Path] = []

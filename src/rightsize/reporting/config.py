@@ -43,10 +43,12 @@ class ReportSettings:
     config: ReportConfig
     runs: tuple[str, ...] | None   # None: telemetry.runs absent, discover runs from the files
     probes: tuple[str, ...]
+    seeds: int = 1                 # train.seeds: replicas per probe the pipeline trains
 
 
 def load_settings(path: str | Path) -> ReportSettings:
-    """Read ``report``, ``telemetry.runs`` (names) and ``train.probes`` from params ``path``.
+    """Read ``report``, ``telemetry.runs`` (names), ``train.probes`` and ``train.seeds`` from
+    params ``path``.
 
     A missing ``report`` block means the defaults; unknown keys inside it are errors.
     """
@@ -67,4 +69,7 @@ def load_settings(path: str | Path) -> ReportSettings:
         if not isinstance(listed, list) or not all(isinstance(p, str) for p in listed):
             raise ParamsError(f"{path}: train.probes: expected a list of probe names")
         probes = tuple(listed)
-    return ReportSettings(config=config, runs=runs, probes=probes)
+    seeds = train.get("seeds", 1) if isinstance(train, dict) else 1
+    if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 1:
+        raise ParamsError(f"{path}: train.seeds: expected an integer >= 1, got {seeds!r}")
+    return ReportSettings(config=config, runs=runs, probes=probes, seeds=seeds)

@@ -59,6 +59,7 @@ class ReportInputs:
     sizing: Source
     cohort: Source
     seeds: Source | None = None
+    token_cost: Source = Source(Path("metrics/token_cost.json"))
 
     def statuses(self) -> dict[str, str]:
         """``{display path: status}`` for every file looked at."""
@@ -68,7 +69,7 @@ class ReportInputs:
         for group in groups:
             for src in group.values():
                 out[str(src.path)] = src.status
-        for src in (self.footprint, self.sizing, self.cohort, self.seeds):
+        for src in (self.footprint, self.sizing, self.cohort, self.seeds, self.token_cost):
             if src is not None:
                 out[str(src.path)] = src.status
         return out
@@ -186,6 +187,7 @@ def load_inputs(metrics_dir: Path, runs: tuple[str, ...] | None, probes: tuple[s
         sizing=js("sizing.json"),
         cohort=js("cohort.json"),
         seeds=seeds,
+        token_cost=js("token_cost.json"),
     )
     log.debug("report inputs: %s", inputs.statuses())
     return inputs

@@ -12,6 +12,11 @@ from rightsize.reporting.doc import Block, Heading, Note, Para, table
 from rightsize.reporting.load import ReportInputs, Source, get, num
 from rightsize.reporting.sections_patience import patience_blocks
 from rightsize.reporting.sections_sizing import sizing_blocks
+from rightsize.reporting.sections_tokens import (
+    ecg_input_blocks,
+    planted_attention_blocks,
+    token_cost_blocks,
+)
 from rightsize.reporting.verdicts import probe_total_seconds
 
 MODALITY_ROWS = (("both_present", "both modalities"), ("echo_absent", "echo absent"),
@@ -23,12 +28,15 @@ def probe_sections(inputs: ReportInputs) -> list[Block]:
     """Every probe section in order."""
     blocks: list[Block] = [Heading("Probes", 2, "probes")]
     blocks += cohort_blocks(inputs.cohort)
+    blocks += ecg_input_blocks(inputs)
     blocks += metrics_blocks(inputs)
+    blocks += planted_attention_blocks(inputs)
     blocks += curve_blocks(inputs)
     blocks += patience_blocks(inputs)
     blocks += missing_modality_blocks(inputs)
     blocks += wall_clock_blocks(inputs)
     blocks += footprint_blocks(inputs.footprint, inputs.cohort)
+    blocks += token_cost_blocks(inputs.token_cost)
     blocks += probe_telemetry_blocks(inputs)
     blocks += sizing_blocks(inputs.sizing)
     blocks += hardware_blocks(inputs)
@@ -170,13 +178,18 @@ def _missing_by_probe(inputs: ReportInputs) -> list[Block]:
             d = get(src.data, key)
             cells.append(fmt.ci(num(d, "mae"), num(d, "mae_lo"), num(d, "mae_hi"))
                          if isinstance(d, dict) else fmt.DASH)
-        rows.append([p, *cells])
+        both, no_ecg = num(src.data, "both_present.mae"), num(src.data, "ecg_absent.mae")
+        cost = (f"{'+' if no_ecg >= both else ''}{fmt.number(no_ecg - both)}"
+                if both is not None and no_ecg is not None else fmt.DASH)
+        rows.append([p, *cells, cost])
     if not rows:
         return []
     return [Para("Every probe on the same test rows (both modalities present in the data), "
                  "test MAE [95 % CI]: a one-modality probe without its modality predicts "
-                 "from the mean-imputed input, and is unchanged without the other one."),
-            table(["probe", *(label for _, label in MODALITY_ROWS)], rows)]
+                 "from the mean-imputed input, and is unchanged without the other one. The "
+                 "last column is what taking the ECG away costs each probe (seed 0)."),
+            table(["probe", *(label for _, label in MODALITY_ROWS),
+                   "ECG absent − both (MAE)"], rows)]
 
 
 def wall_clock_blocks(inputs: ReportInputs) -> list[Block]:
@@ -222,8 +235,10 @@ def footprint_blocks(src: Source, cohort: Source) -> list[Block]:
     prow = [[fmt.integer(num(r, "max_clips")) + (" (configured)" if configured is not None
                                                   and num(r, "max_clips") == configured else ""),
              fmt.nbytes(num(r, "payload_bytes"))] for r in payload]
+    tokens = num(d, "ecg_tokens") or 1
     blocks.append(table(["max clips per study", "float32 payload"], prow,
-                        f"Manifest on disk: {fmt.nbytes(num(d, 'manifest_bytes'))}."))
+                        f"With {fmt.integer(tokens)} ECG vector(s) per subject; manifest on "
+                        f"disk: {fmt.nbytes(num(d, 'manifest_bytes'))}."))
     fig = figures.payload(payload, configured, num(d, "manifest_bytes"))
     if fig:
         blocks.append(fig)

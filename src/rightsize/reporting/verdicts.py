@@ -21,6 +21,7 @@ from rightsize.reporting.load import ReportInputs, Source, get, num
 GPU_QUESTION = "Do probe training and evaluation need a GPU?"
 FUSION_QUESTION = "Does fusion beat concatenation (test MAE)?"
 SIZING_QUESTION = "What would the configured re-extraction need?"
+TOKENS_QUESTION = "Is probe training still CPU-light at token-level ECG?"
 
 
 @dataclass(frozen=True)
@@ -238,9 +239,44 @@ def fusion_verdict(inputs: ReportInputs) -> Verdict:
                    f"{seed_words}; {boot_words}.")
 
 
-def all_verdicts(inputs: ReportInputs, cfg: ReportConfig) -> list[Verdict]:
-    """Every verdict in report order: GPU need, fusion vs concat, re-extraction, then one per
-    rescued run."""
-    out = [probe_gpu_verdict(inputs, cfg), fusion_verdict(inputs), sizing_verdict(inputs.sizing)]
+def token_cost_verdict(src: Source, cfg: ReportConfig, seeds: int = 1) -> Verdict:
+    """The fused probe at each measured ECG token count (``metrics/token_cost.json``), one
+    seed, against ``report.cpu_budget_s``; the budget is judged on ``seeds`` replicas
+    (``train.seeds``) at the largest count, estimated as that many times one seed."""
+    if not src.ok:
+        return Verdict("token_cost", TOKENS_QUESTION, "not run",
+                       _sentence(f"{src.note()} (dvc repro token_cost)"))
+    d = src.data
+    cases = [c for c in (get(d, "cases") or {}).values() if isinstance(c, dict)
+             and num(c, "ecg_tokens") is not None and num(c, "train_eval_s") is not None]
+    cases.sort(key=lambda c: num(c, "ecg_tokens"))
+    tokens = [c for c in cases if num(c, "ecg_tokens") > 1] or cases
+    if not tokens:
+        return Verdict("token_cost", TOKENS_QUESTION, "not run",
+                       f"Not run: {src.path} holds no token count.")
+    top = tokens[-1]
+    per = ", ".join(f"{fmt.seconds(num(c, 'train_eval_s'))} at {fmt.integer(num(c, 'ecg_tokens'))}"
+                    for c in tokens)
+    bases = sorted({str(c.get("basis", "")) for c in tokens})
+    basis = bases[0] if len(bases) == 1 else "; ".join(bases)
+    worst = num(top, "train_eval_s") * seeds
+    within = worst <= cfg.cpu_budget_s
+    estimate = (f"; train.seeds {seeds} at {fmt.integer(num(top, 'ecg_tokens'))} tokens: about "
+                f"{fmt.seconds(worst)} (an estimate: {seeds} times one seed; the replicas "
+                "train together in one process, which costs less)" if seeds > 1 else "")
+    text = (f"probe training at token-level ECG: fused train + evaluate {per} tokens on "
+            f"{_hardware_phrase(get(d, 'hardware') or {})} (one seed, whole process; {basis}),"
+            f" peak RSS {fmt.megabytes(num(top, 'peak_rss_mb'))} at "
+            f"{fmt.integer(num(top, 'ecg_tokens'))}{estimate}; within the CPU budget "
+            f"({fmt.seconds(cfg.cpu_budget_s)}): {'yes' if within else 'no'}")
+    return Verdict("token_cost", TOKENS_QUESTION, "Yes" if within else "No",
+                   f"{'Yes' if within else 'No'}: {text}.")
+
+
+def all_verdicts(inputs: ReportInputs, cfg: ReportConfig, seeds: int = 1) -> list[Verdict]:
+    """Every verdict in report order: GPU need, fusion vs concat, token-level ECG's cost
+    (at ``seeds`` replicas: ``train.seeds``), re-extraction, then one per rescued run."""
+    out = [probe_gpu_verdict(inputs, cfg), fusion_verdict(inputs),
+           token_cost_verdict(inputs.token_cost, cfg, seeds), sizing_verdict(inputs.sizing)]
     out += [run_verdict(r, inputs.telemetry[r]) for r in inputs.runs]
     return out

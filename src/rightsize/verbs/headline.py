@@ -75,8 +75,12 @@ LAYOUT: dict[str, Kind] = {
         Pick("mae_both", "missing", "both_present.mae", optional=True),
         Pick("mae_no_echo", "missing", "echo_absent.mae", optional=True),
         Pick("mae_no_ecg", "missing", "ecg_absent.mae", optional=True),
-        # Issue 23's follow-up (fused probe, token-level ECG): the best head's
-        # attention.echo_to_ecg is one more optional Pick here; every head stays in the detail.
+        # a probe that attends from echo to ECG tokens, on a cohort with planted tokens: the
+        # best head's weight on the planted token across seeds; every head stays in the detail
+        Pick("attention_best_head_mean", "eval", "attention.echo_to_ecg.best_head_mean",
+             optional=True),
+        Pick("attention_best_head_sd", "eval", "attention.echo_to_ecg.best_head_sd",
+             optional=True),
     )),
     # telemetry@<run>: metrics/telemetry/<run>.json, a rescued run (hours)
     "run": RUN,
@@ -93,6 +97,13 @@ LAYOUT: dict[str, Kind] = {
         Pick("checkpoint_bytes", "footprint", "checkpoint_bytes_total"),
         Pick("checkpoint_params", "footprint", "checkpoint_params_total"),
         Pick("peak_rss_mb", "footprint", "peak_rss_mb.max"),
+    )),
+    # token_cost: metrics/token_cost.json, the fused probe at its largest ECG token count
+    "token_cost": Kind("token_cost", (
+        Pick("max_tokens", "token_cost", "max_tokens.ecg_tokens"),
+        Pick("train_eval_s", "token_cost", "max_tokens.train_eval_s"),
+        Pick("peak_rss_mb", "token_cost", "max_tokens.peak_rss_mb"),
+        Pick("manifest_bytes", "token_cost", "max_tokens.manifest_bytes"),
     )),
     # encoder_bench@<model>: metrics/encoders/<model>.json
     "encoder": Kind("{item}_encoder", (

@@ -61,15 +61,17 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                         "the `rightsize missing-modality` JSON here ('-' prints it on stdout)")
     headline.add_argument(p, "test MAE and its spread, AUROC, seconds, RSS, MAE without a "
                              "modality; needs --eval-json and --missing-json")
+    _truth_arg(p)
     p.set_defaults(func=run_train)
 
-    _model_verb(sub, common, "evaluate", run_evaluate, "metrics/eval/fused.json",
+    ev = _model_verb(sub, common, "evaluate", run_evaluate, "metrics/eval/fused.json",
                 summary="test MAE and AUROC of a trained probe, with bootstrap CIs",
                 description=(
                     "Load the checkpoint in --model, predict the test split and write MAE\n"
                     "(LVEF) and AUROC (EF<=40) with percentile bootstrap intervals (params\n"
                     "`evaluate` block), plus the train-mean baseline, parameter count,\n"
                     "checkpoint bytes, wall clock, peak RSS and hardware stamp, to --json."))
+    _truth_arg(ev)
     _model_verb(sub, common, "missing-modality", run_missing, "metrics/missing/fused.json",
                 summary="score a trained probe with the echo or the ECG taken away",
                 description=(
@@ -78,9 +80,28 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                     "bootstrap with evaluate.n_bootstrap_missing resamples."))
 
 
+def train_command(probe: str, params: str, cohort: str, folder: str) -> list[str]:
+    """The arguments of a ``rightsize train`` run as ``train@<probe>`` runs it (checkpoint,
+    events, curve, train/eval/missing metrics) on ``cohort``'s ``manifest.parquet`` and
+    ``truth.parquet`` (:func:`rightsize.verbs.cohort.build_command`'s folder), every output
+    in ``folder``."""
+    return ["train", probe, "--params", params, "--manifest", f"{cohort}/manifest.parquet",
+            "--truth", f"{cohort}/truth.parquet", "--out", f"{folder}/model",
+            "--events", f"{folder}/events", "--curve", f"{folder}/curve.csv",
+            "--metrics", f"{folder}/train.json", "--eval-json", f"{folder}/eval.json",
+            "--missing-json", f"{folder}/missing.json"]
+
+
+def _truth_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--truth", default=None, metavar="PARQUET",
+                   help="the cohort's truth file (data/cohort.truth.parquet): when it holds "
+                        "planted ECG tokens, the evaluation also scores the echo->ECG "
+                        "attention on them (attention.echo_to_ecg; probes that attend only)")
+
+
 def _model_verb(sub: argparse._SubParsersAction, common: argparse.ArgumentParser, name: str,
                 func: Callable[[argparse.Namespace], int], example_json: str, summary: str,
-                description: str) -> None:
+                description: str) -> argparse.ArgumentParser:
     """A verb that reads a saved probe (--model) and writes one JSON (--json)."""
     p = sub.add_parser(
         name, parents=[common], formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -93,6 +114,7 @@ def _model_verb(sub: argparse._SubParsersAction, common: argparse.ArgumentParser
     p.add_argument("--json", required=True,
                    help="metrics JSON to write ('-' prints it on stdout)")
     p.set_defaults(func=func)
+    return p
 
 
 def _setup(args: argparse.Namespace) -> tuple[Any, str]:
@@ -140,6 +162,7 @@ def run_train(args: argparse.Namespace) -> int:
 
     with Timer() as t_load:
         arrays = load_arrays(args.manifest)
+        planted = _planted(args, arrays) if args.eval_json else None
     bar = console.Progress(f"{args.probe}: epoch", total=cfg.epochs(args.probe))
     with Timer() as t_fit, bar, RunLog(args.events, args.curve, time.time(),
                                        on_epoch=_epoch_note(bar) if bar.enabled else None
@@ -191,7 +214,8 @@ def run_train(args: argparse.Namespace) -> int:
     results: dict[str, Any] = {}
     if args.eval_json:
         results["eval"] = _evaluate_and_emit(args, args.out, args.eval_json, cfg, ecfg, arrays,
-                                             sidecar, fit.probe, device, time.perf_counter())
+                                             sidecar, fit.probe, device, time.perf_counter(),
+                                             planted)
     if args.missing_json:
         results["missing"] = _missing_and_emit(args, args.missing_json, cfg, ecfg, arrays,
                                                sidecar, fit.probe, device, time.perf_counter())
@@ -272,13 +296,39 @@ def run_evaluate(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     cfg, ecfg, arrays, sidecar, probe, device = _load(args)
     _evaluate_and_emit(args, args.model, args.json, cfg, ecfg, arrays, sidecar, probe, device,
-                       start)
+                       start, _planted(args, arrays))
     return 0
+
+
+def _planted(args: argparse.Namespace, arrays: Any) -> Any:
+    """The test split's planted ECG token per row (-1: none) from ``--truth``; None without
+    the flag or when the truth file holds no planted token (a pooled or ``files`` cohort).
+
+    A truth file built at another token count than the manifest's, or lacking one of its
+    subjects, is an error naming both files.
+    """
+    if not getattr(args, "truth", None):
+        return None
+    from rightsize.cohort.truth import load_truth
+    from rightsize.errors import DataError
+
+    truth = load_truth(args.truth)
+    if truth is None:
+        return None
+    if truth.ecg_tokens != arrays.ecg_tokens:
+        raise InputError(f"{args.truth}: planted at {truth.ecg_tokens} ECG tokens per subject, "
+                         f"manifest {args.manifest} has {arrays.ecg_tokens} (rebuild both with "
+                         "rightsize cohort)")
+    try:
+        truth = truth.aligned(arrays.subject_id)
+    except DataError as exc:
+        raise DataError(f"{args.truth}: {exc} of manifest {args.manifest}") from None
+    return truth.planted_ecg_token[arrays.index("test")]
 
 
 def _evaluate_and_emit(args: argparse.Namespace, model_dir: str, target: str, cfg: Any,
                        ecfg: Any, arrays: Any, sidecar: dict[str, Any], probe: Any,
-                       device: str, start: float) -> dict[str, Any]:
+                       device: str, start: float, planted: Any = None) -> dict[str, Any]:
     """Evaluate ``probe`` (saved in ``model_dir``), write its metrics JSON to ``target`` and
     return it.
 
@@ -293,7 +343,8 @@ def _evaluate_and_emit(args: argparse.Namespace, model_dir: str, target: str, cf
 
     with console.task(f"{args.probe}: predict and bootstrap {ecfg.n_bootstrap} resamples"):
         out = evaluate_probe(probe, sidecar, arrays, ecfg)
-        merge(out, evaluate_replicas(model_dir, probe, sidecar, arrays, device, cfg.accelerate))
+        merge(out, evaluate_replicas(model_dir, probe, sidecar, arrays, device, cfg.accelerate,
+                                     planted))
     out["checkpoint_bytes"] = checkpoint_bytes(model_dir)
     _stamp(out, sidecar, time.perf_counter() - start, cfg.threads, device)
     console.emit_json(target, _json_safe(out))
@@ -301,6 +352,12 @@ def _evaluate_and_emit(args: argparse.Namespace, model_dir: str, target: str, cf
     console.info(f"{args.probe}: test MAE {t['mae']:.3f} [{t['mae_lo']:.3f}, {t['mae_hi']:.3f}]"
                  f", AUROC {t['auroc']:.3f} [{t['auroc_lo']:.3f}, {t['auroc_hi']:.3f}]"
                  f" (mean predictor {out['mean_predictor_mae']:.3f})")
+    node = out.get("attention", {}).get("echo_to_ecg")
+    if node is not None:
+        console.info(f"{args.probe}: echo->ECG weight on the planted token, best head "
+                     f"{node['best_head']:.3f} (seed 0), {node['best_head_mean']:.3f} ± "
+                     f"{node['best_head_sd']:.3f} across {out['n_seeds']} seeds; uniform "
+                     f"{node['uniform']:.3f}")
     return out
 
 

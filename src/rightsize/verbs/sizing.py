@@ -196,7 +196,8 @@ def run_footprint(args: argparse.Namespace) -> int:
     cfg = parse(FootprintConfig, _block(raw, "footprint", args.params), "footprint")
     cohort = _block(raw, "cohort", args.params)
     shape = parse(CohortShape, {k: cohort[k] for k in ("n_subjects", "max_clips", "echo_dim",
-                                                       "ecg_dim") if k in cohort}, "cohort")
+                                                       "ecg_dim", "ecg_tokens") if k in cohort},
+                  "cohort")
     probes = _block(raw, "train", args.params).get("probes")   # checked by rightsize.cli
     if probes is None:
         raise ParamsError(f"{args.params}: missing key train.probes")
@@ -232,7 +233,8 @@ def _footprint_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
     for probe, c in result["checkpoints"].items():
         rows.append((f"checkpoint {probe}", f"{nbytes(c['bytes'])}, {c['params']:,} params"))
     for row in result["payload_table"]:
-        rows.append((f"payload max_clips={row['max_clips']}", nbytes(row["payload_bytes"])))
+        rows.append((f"payload max_clips={row['max_clips']}, ecg_tokens={row['ecg_tokens']}",
+                     nbytes(row["payload_bytes"])))
     for stage, mb in result["peak_rss_mb"].items():
         rows.append((f"peak RSS {stage}", f"{mb:,.0f} MB"))
     for name, ok in result["writable"].items():

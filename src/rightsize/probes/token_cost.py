@@ -1,0 +1,156 @@
+"""The cost of the next experiment: the fused probe at token-level ECG, measured on this CPU.
+
+The ``token_cost`` stage (``rightsize token-cost``) answers "is probe training still
+CPU-light when the ECG is a sequence of HuBERT-ECG tokens?". For every count ``N`` of
+``token_cost.tokens`` it measures, one seed, whole processes:
+
+1. ``rightsize cohort`` of a synthetic cohort with the configured geometry
+   (``cohort.n_subjects``, splits, dims, clips, seed) at ``ecg_tokens = N``: the manifest's
+   bytes on disk, the build's wall-clock and peak RSS;
+2. ``rightsize train fused`` on it with ``--eval-json``, ``--missing-json`` and
+   ``--truth``, as ``train@fused`` runs in ``dvc repro`` but with ``train.seeds: 1``: the
+   whole process's wall-clock and peak RSS.
+
+Training all ``train.fused.epochs`` epochs at 186 tokens would take about a minute per
+count, so the stage trains ``token_cost.epochs_timed`` epochs (E_t) and extrapolates
+(:func:`extrapolate`): the process as measured, plus ``E - E_t`` times the median duration
+of epochs ``2 .. E_t`` (the first epoch carries one-time warm-up, which a full run pays once
+too). Epoch durations come from the run's own event file: the wall times of its
+``Loss/val_epoch`` points, one per epoch. ``epochs_timed: 0`` trains every epoch and the
+number is measured whole. Every number says which it is (``basis``).
+
+This module is the arithmetic and the result's layout (no processes, no files); the verb
+(:mod:`rightsize.verbs.token_cost`) runs the children.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from rightsize.params import require
+
+PROBE = "fused"
+
+
+@dataclass(frozen=True)
+class TokenCostConfig:
+    """The ``token_cost`` params block."""
+
+    tokens: tuple[int, ...] = (1, 16, 93, 186)
+    epochs_timed: int = 3
+
+    def validate(self, key: str = "token_cost") -> None:
+        """``ParamsError`` naming ``<key>.tokens[i]`` or ``<key>.epochs_timed``."""
+        require(len(self.tokens) > 0, f"{key}.tokens", "must list at least one token count")
+        for i, n in enumerate(self.tokens):
+            require(n >= 1, f"{key}.tokens[{i}]", f"must be an integer >= 1, got {n!r}")
+        require(len(set(self.tokens)) == len(self.tokens), f"{key}.tokens",
+                f"lists a token count twice: {list(self.tokens)}")
+        require(self.epochs_timed == 0 or self.epochs_timed >= 2, f"{key}.epochs_timed",
+                "must be 0 (train every epoch: measured whole) or at least 2 (epoch 1 "
+                f"warms up, epochs 2.. are timed), got {self.epochs_timed}")
+
+    def epochs_run(self, epochs: int) -> int:
+        """Epochs the measured run trains when the configuration asks for ``epochs``."""
+        return epochs if self.epochs_timed == 0 else min(self.epochs_timed, epochs)
+
+
+def case_params(params: dict[str, Any], tokens: int, epochs_run: int) -> dict[str, Any]:
+    """The params of one measured case: ``params`` with a synthetic cohort at ``tokens`` ECG
+    tokens (its other keys as configured; ``files`` inputs dropped), one seed, and
+    ``epochs_run`` fused epochs."""
+    out = copy.deepcopy(params)
+    cohort = out["cohort"]
+    cohort.update(source="synthetic", ecg_tokens=int(tokens))
+    if isinstance(cohort.get("files"), dict):
+        cohort["files"] = {k: None for k in cohort["files"]}
+    out["train"]["seeds"] = 1
+    out["train"][PROBE] = {**out["train"].get(PROBE, {}), "epochs": int(epochs_run)}
+    return out
+
+
+def epoch_seconds(val_walls: np.ndarray) -> np.ndarray:
+    """Durations of epochs ``2 .. E`` from the wall times of the ``E`` per-epoch validation
+    points (one per epoch, in epoch order): ``wall[e] - wall[e - 1]``."""
+    walls = np.asarray(val_walls, dtype=np.float64)
+    return np.diff(walls)
+
+
+@dataclass(frozen=True)
+class Extrapolation:
+    """A whole-process time for the configured epochs, and how it was obtained."""
+
+    seconds: float
+    measured: bool                  # True: every epoch ran (nothing extrapolated)
+    epoch_s: float | None           # median timed epoch (None when measured whole)
+    basis: str                      # one line: measured whole, or extrapolated from what
+
+
+def extrapolate(process_s: float, epochs: int, epochs_run: int, epoch_s: np.ndarray,
+                steps_per_epoch: int) -> Extrapolation:
+    """``process_s`` (a whole process that trained ``epochs_run`` epochs) scaled to
+    ``epochs``: plus ``epochs - epochs_run`` median epochs of ``epoch_s`` (epochs 2 ..)."""
+    if epochs_run >= epochs:
+        return Extrapolation(process_s, True, None,
+                             f"measured whole ({epochs} of {epochs} epochs, "
+                             f"{epochs * steps_per_epoch} steps)")
+    if len(epoch_s) == 0:
+        raise ValueError(f"no epoch after the first was timed ({epochs_run} run)")
+    median = float(np.median(epoch_s))
+    seconds = process_s + (epochs - epochs_run) * median
+    timed = len(epoch_s)
+    return Extrapolation(
+        seconds, False, median,
+        f"extrapolated: {epochs_run} of {epochs} epochs run "
+        f"({epochs_run * steps_per_epoch} steps), the other {epochs - epochs_run} at the "
+        f"median of epochs 2-{1 + timed} ({timed} epochs, {timed * steps_per_epoch} steps)")
+
+
+def case_result(tokens: int, manifest_bytes: int, payload: int, build: Any, train: Any,
+                train_metrics: dict[str, Any], eval_metrics: dict[str, Any],
+                est: Extrapolation, accelerator: str) -> dict[str, Any]:
+    """One token count's node of ``metrics/token_cost.json``: ``build`` and ``train`` are
+    the measured child processes (``wall_s``, ``peak_rss_mb``), the metrics their JSONs,
+    ``accelerator`` the one that trained the probe (its checkpoint's sidecar)."""
+    wall = train_metrics.get("wall_clock_s") or {}
+    return {
+        "ecg_tokens": int(tokens),
+        "manifest_bytes": int(manifest_bytes),
+        "payload_bytes": int(payload),
+        "build_s": float(build.wall_s),
+        "build_peak_rss_mb": float(build.peak_rss_mb),
+        "train_eval_s": float(est.seconds),
+        "measured_whole": bool(est.measured),
+        "basis": est.basis,
+        "process_s": float(train.wall_s),
+        "epoch_s": est.epoch_s,
+        "epochs_run": int(train_metrics.get("epochs", 0)),
+        "steps_per_epoch": int(train_metrics.get("steps_per_epoch", 0)),
+        "load_s": float(wall.get("load", 0.0)),
+        "fit_s": float(wall.get("train", 0.0)),
+        "eval_s": float((eval_metrics.get("wall_clock_s") or {}).get("eval", 0.0)),
+        "peak_rss_mb": float(train.peak_rss_mb),
+        "accelerator": accelerator,
+    }
+
+
+def summary(cases: list[dict[str, Any]], cfg: TokenCostConfig, epochs: int,
+            hardware: dict[str, Any], floor_mb: float) -> dict[str, Any]:
+    """``metrics/token_cost.json``: one node ``cases.tokens_<N>`` per count, plus what every
+    count shares (``rss_floor_mb``: the measuring process's own peak, below which a child's
+    peak RSS cannot read) and the largest count's headline numbers under ``max_tokens``."""
+    out: dict[str, Any] = {
+        "probe": PROBE, "seeds": 1, "epochs": int(epochs), "epochs_timed": cfg.epochs_timed,
+        "tokens": [int(n) for n in cfg.tokens],
+        "cases": {f"tokens_{c['ecg_tokens']}": c for c in cases},
+        "rss_floor_mb": float(floor_mb),
+        "hardware": hardware,
+    }
+    top = max(cases, key=lambda c: c["ecg_tokens"])
+    out["max_tokens"] = {k: top[k] for k in ("ecg_tokens", "train_eval_s", "peak_rss_mb",
+                                             "manifest_bytes", "measured_whole")}
+    return out

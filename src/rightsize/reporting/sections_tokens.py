@@ -1,0 +1,94 @@
+"""Report sections of token-level ECG: how each probe reads the ECG, whether the fused
+probe's attention finds the planted token, and what each token count costs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rightsize.reporting import figures_tokens, fmt
+from rightsize.reporting.doc import Block, Heading, Note, Para, table
+from rightsize.reporting.load import ReportInputs, Source, get, num
+
+POOLING_WORDS = {  # the registry's ecg_pooling values, in words
+    "mean": "the mean of the ECG tokens", "none": "no ECG",
+    "attention (echo->ECG); mean (ECG->echo query)":
+        "every ECG token as an echo→ECG attention key, and their mean as the ECG→echo query"}
+
+
+def ecg_input_blocks(inputs: ReportInputs) -> list[Block]:
+    """One paragraph: ECG tokens per subject, and each probe's ``ecg_pooling`` (its
+    checkpoint's arch, copied into its eval file) in words."""
+    evals = {p: s.data for p, s in inputs.evals.items() if s.ok and get(s.data, "ecg_pooling")}
+    if not evals:
+        return []
+    tokens = sorted({int(num(d, "ecg_tokens") or 1) for d in evals.values()})
+    by_pooling: dict[str, list[str]] = {}
+    for p, d in evals.items():
+        by_pooling.setdefault(str(get(d, "ecg_pooling")), []).append(p)
+    parts = []
+    for pooling, probes in by_pooling.items():
+        words = POOLING_WORDS.get(pooling, pooling)
+        verb = "reads" if len(probes) == 1 else "read"
+        parts.append(f"{' and '.join(probes)} {verb} {words} (ecg_pooling: {pooling})")
+    n = ", ".join(str(t) for t in tokens)
+    pooled = " (one pooled vector)" if tokens == [1] else ""
+    return [Para(f"ECG input: {n} token(s) per subject{pooled}. How each probe reads it, as "
+                 f"its checkpoint's arch records: {'; '.join(parts)}.")]
+
+
+def planted_attention_blocks(inputs: ReportInputs) -> list[Block]:
+    """The fused probe's echo->ECG weight on the planted ECG token, per seed and per head,
+    with the per-head figure; nothing for a pooled ECG."""
+    fused = inputs.evals.get("fused")
+    if fused is None or not fused.ok or (num(fused.data, "ecg_tokens") or 1) <= 1:
+        return []
+    blocks: list[Block] = [Heading("Echo→ECG attention on the planted ECG token", 3,
+                                   "planted-token")]
+    node = get(fused.data, "attention.echo_to_ecg")
+    if not isinstance(node, dict):
+        return blocks + [Note(f"{fused.path} has no attention.echo_to_ecg: train the fused "
+                              "probe with --truth and a truth file that holds planted tokens "
+                              "(a synthetic cohort at cohort.ecg_tokens > 1).")]
+    replicas = sorted((k for k in node if k.startswith("r") and k[1:].isdigit()),
+                      key=lambda k: int(k[1:]))
+    per_seed = ", ".join(fmt.number(num(node[k], "best_head")) for k in replicas)
+    heads = ", ".join(fmt.number(num(node, f"h{j}"))
+                      for j in range(len([k for k in node if k[:1] == "h" and k[1:].isdigit()])))
+    n = int(num(node, "ecg_tokens") or 0)
+    blocks.append(Para(
+        f"{n} ECG tokens per subject; uniform attention over the null key and the tokens "
+        f"would put {fmt.number(num(node, 'uniform'))} (1/{n + 1}) on the planted one. The "
+        f"best head of each seed puts {per_seed} there (mean "
+        f"{fmt.number(num(node, 'best_head_mean'))} ± {fmt.number(num(node, 'best_head_sd'))}"
+        f", the best head chosen per seed: head indices mean nothing across seeds); seed 0's "
+        f"heads: {heads}; weight on the null key {fmt.number(num(node, 'null'))}. Over "
+        f"{fmt.integer(num(node, 'n_subjects'))} test subjects with an ECG and their "
+        f"{fmt.integer(num(node, 'n_clips'))} present clips."))
+    fig = figures_tokens.planted_attention(node)
+    return blocks + ([fig] if fig is not None else [])
+
+
+def token_cost_blocks(src: Source) -> list[Block]:
+    """The fused probe's cost per ECG token count (``metrics/token_cost.json``)."""
+    blocks: list[Block] = [Heading("Cost at token-level ECG", 3, "token-cost")]
+    if not src.ok:
+        return blocks + [Note(f"{src.note()} (dvc repro token_cost).")]
+    d = src.data
+    cases: list[dict[str, Any]] = sorted(
+        (c for c in (get(d, "cases") or {}).values() if isinstance(c, dict)),
+        key=lambda c: num(c, "ecg_tokens") or 0)
+    rows = [[fmt.integer(num(c, "ecg_tokens")), fmt.nbytes(num(c, "manifest_bytes")),
+             fmt.nbytes(num(c, "payload_bytes")), fmt.seconds(num(c, "build_s")),
+             fmt.seconds(num(c, "train_eval_s"))
+             + ("" if c.get("measured_whole") else " (extrapolated)"),
+             fmt.megabytes(num(c, "peak_rss_mb")), str(c.get("accelerator", fmt.DASH))]
+            for c in cases]
+    bases = sorted({str(c.get("basis", "")) for c in cases})
+    blocks.append(table(
+        ["ECG tokens", "manifest on disk", "float32 payload", "build", "fused train + evaluate",
+         "peak RSS", "accelerator"], rows,
+        f"The fused probe, one seed, each count a whole `rightsize cohort` "
+        f"and `rightsize train fused` process on a synthetic cohort of the configured "
+        f"geometry; {'; '.join(bases)}."))
+    fig = figures_tokens.token_cost(cases)
+    return blocks + ([fig] if fig is not None else [])
