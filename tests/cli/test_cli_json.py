@@ -15,7 +15,7 @@ JSON_OPTION = {
     "scalars": "--json", "telemetry": "--json", "rescue": "--json", "verify": "--json",
     "cohort": "--metrics", "train": "--metrics", "evaluate": "--json",
     "missing-modality": "--json", "footprint": "--json", "sizing": "--json",
-    "bench-encoder": "--json",
+    "bench-encoder": "--json", "token-cost": "--json",
     "seeds": "--json", "sweep": "--json", "report": "--json",
 }
 NO_REPORT = {"demo-run"}     # writes files and its truth JSON (--truth); prints no report

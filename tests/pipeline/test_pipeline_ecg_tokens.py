@@ -36,8 +36,11 @@ def test_exp_run_at_ecg_tokens_trains_every_probe_and_scores_the_planted_token(
     assert {f"attention.echo_to_ecg.r{k}.best_head" for k in range(5)} <= set(fused)
     shown = json.loads(dvc(project, pipeline_env, "exp", "show", "--json").stdout)
     exp = [r for r in shown if r["rev"] != "workspace"][0]["experiments"][0]["revs"][0]
-    metrics = flatten(exp["data"]["metrics"]["metrics/eval/fused.json"]["data"])
-    assert metrics["attention.echo_to_ecg.h0"] == fused["attention.echo_to_ecg.h0"]
+    # dvc exp show compares the headline: the best head's weight across the replicas
+    metrics = flatten(exp["data"]["metrics"]["metrics/headline/probes/fused.json"]["data"])
+    for stat in ("mean", "sd"):
+        assert metrics[f"fused.attention_best_head_{stat}"] == \
+            fused[f"attention.echo_to_ecg.best_head_{stat}"]
     footprint = json.loads((project / "metrics/footprint.json").read_text())
     assert footprint["ecg_tokens"] == TOKENS
     report = (project / "reports/report.md").read_text()

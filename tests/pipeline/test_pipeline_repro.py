@@ -58,7 +58,8 @@ def test_metrics_show_lists_the_headline_files_and_the_detail_beside_them(built_
         *(f"metrics/headline/probe_runs/{p}.json" for p in ("echo", "concat", "fused")),
         "metrics/headline/telemetry/demo.json", "metrics/headline/cohort.json",
         "metrics/headline/footprint.json", "metrics/headline/sizing.json",
-        "metrics/headline/encoders/ecg.json", "metrics/headline/encoders/echo.json"}
+        "metrics/headline/encoders/ecg.json", "metrics/headline/encoders/echo.json",
+        "metrics/headline/token_cost.json"}
     head = {k: v for doc in metrics.values() for k, v in flatten(doc).items()}
 
     def detail(rel: str) -> dict:

@@ -16,7 +16,6 @@ import yaml
 
 from rightsize.cli import main
 from rightsize.errors import ParamsError
-from rightsize.measure import run_measured
 from rightsize.params import parse
 from rightsize.probes.token_cost import (
     TokenCostConfig,
@@ -76,11 +75,19 @@ def test_bad_token_cost_params_name_the_key(block, key):
 
 
 def test_run_measured_reads_a_childs_wall_clock_peak_rss_and_exit_code():
+    # A Linux child's ru_maxrss starts at its parent's peak RSS (the address space execve
+    # replaced), so the measuring process must be small, as token-cost's driver is: measure
+    # from a fresh interpreter, not from this test process (pytest may have grown past 600 MB).
     code = ("import sys, time; b = bytearray(300 * 2**20); b[::4096] = b'x' * len(b[::4096]); "
             "time.sleep(0.2); print('done'); sys.exit(3)")
-    cost = run_measured([sys.executable, "-c", code])
-    assert cost.rc == 3 and cost.output_tail.strip() == "done"
-    assert cost.wall_s >= 0.2 and 300 <= cost.peak_rss_mb < 600
+    driver = ("import json, sys; from rightsize.measure import run_measured; "
+              f"c = run_measured([sys.executable, '-c', {code!r}]); "
+              "print(json.dumps([c.rc, c.output_tail, c.wall_s, c.peak_rss_mb]))")
+    out = subprocess.run([sys.executable, "-c", driver], capture_output=True, text=True,
+                         check=True).stdout
+    rc, tail, wall_s, peak_rss_mb = json.loads(out)
+    assert rc == 3 and tail.strip() == "done"
+    assert wall_s >= 0.2 and 300 <= peak_rss_mb < 600
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     """Add this module's verb to the rightsize parser."""
     p = sub.add_parser(
         "token-cost", parents=[common], formatter_class=argparse.RawDescriptionHelpFormatter,
-        help="measure the fused probe at ECG token counts: manifest bytes, peak RSS, seconds",
+        help="fused probe cost at ECG token counts (s, RSS, bytes)",
         description=(
             "For every count N of params token_cost.tokens: build a synthetic cohort of the\n"
             "configured geometry at cohort.ecg_tokens N (`rightsize cohort`, a child\n"
