@@ -105,12 +105,16 @@ def _env(threads: int, src: Path | None) -> dict[str, str]:
 
 
 def _project(root: Path, manifest: Path, params: dict[str, Any]) -> Path:
-    """A scratch project folder: params.yaml and data/manifest.parquet (a symlink)."""
+    """A scratch project folder: params.yaml, data/manifest.parquet and, when the manifest's
+    folder has one, the cohort's truth file beside it (symlinks; the train stages read both)."""
     import yaml
 
     root.mkdir(parents=True)
     (root / "data").mkdir()
     (root / "data" / "manifest.parquet").symlink_to(manifest)
+    truth = manifest.parent / "cohort.truth.parquet"
+    if truth.is_file():
+        (root / "data" / "cohort.truth.parquet").symlink_to(truth)
     (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     return root
 
