@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _measure import machine_info, run_process  # noqa: E402
+from _measure import machine_info, run_process, write_result  # noqa: E402
 from probes_e2e_bench import _env, _export, _git, _project, probe_commands  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -113,7 +113,7 @@ def main() -> int:
     info["load average at end"] = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     text = _render(args, info, names, cases, runs, time.perf_counter() - t_all)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(text)
+    write_result(args.out, text, Path(__file__).name)
     print(text)
     return 0
 
