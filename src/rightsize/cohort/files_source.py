@@ -90,17 +90,15 @@ class FilesCohort:
         rows = self._rows_of(ids)
         self._warn_unlabelled(path, rows, "ECG rows")
         self._ecg = RowFetcher(pf, "embedding")
-        self.ecg_tokens = 1
         depth = embeddings.list_depth(pf.schema_arrow.field("embedding").type, str(path),
                                       "embedding")
+        found, first = 1, "one vector per record"
         if depth == 2 and len(ids):       # a token sequence per record: count the first
             found, i = embeddings.token_count(self._ecg.group(0), str(path), "embedding",
                                               lambda i: f"subject {ids[i]}")
-            self.ecg_tokens = embeddings.check_token_count(
-                found, f"subject {ids[i]}", self.cfg.ecg_tokens, str(path), "embedding")
-        else:
-            self.ecg_tokens = embeddings.check_token_count(
-                1, "one vector per record", self.cfg.ecg_tokens, str(path), "embedding")
+            first = f"subject {ids[i]}"
+        self.ecg_tokens = embeddings.check_token_count(found, first, self.cfg.ecg_tokens,
+                                                       str(path), "embedding")
         self._ecg_file_row = np.full(n, -1, dtype=np.int64)
         keep = rows >= 0
         self._ecg_file_row[rows[keep]] = np.flatnonzero(keep)

@@ -15,8 +15,9 @@ import numpy as np
 import pyarrow as pa
 
 from rightsize.cohort.arrays import SPLITS
-from rightsize.cohort.columns import valid
+from rightsize.cohort.columns import single, valid
 from rightsize.cohort.config import CohortConfig
+from rightsize.cohort.latent import rng
 from rightsize.cohort.manifest import split_codes
 from rightsize.errors import DataError, InputError
 
@@ -34,7 +35,7 @@ class Labels:
 
 def string_ids(column: pa.ChunkedArray | pa.Array, where: Path | str) -> pa.Array:
     """``column`` as one string array; DataError naming the first null."""
-    arr = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    arr = single(column)
     if arr.null_count:
         raise DataError(f"{where}: column subject_id: null at row "
                         f"{int(np.flatnonzero(~valid(arr))[0])}")
@@ -48,11 +49,14 @@ def first_duplicate(keys: np.ndarray) -> int | None:
     return None if dup.size == 0 else int(order[dup[0] + 1])
 
 
+SPLIT_STREAM = 2   # the random stream of the split shuffle (the synthetic cohort's too)
+
+
 def assign_splits(n: int, cfg: CohortConfig) -> np.ndarray:
     """(n,) int8 splits: a ``cohort.seed`` shuffle cut into ``cohort.splits`` sizes."""
     sp = cfg.splits
     split = np.full(n, 2, dtype=np.int8)
-    perm = np.random.default_rng([cfg.seed, 2]).permutation(n)
+    perm = rng(cfg.seed, SPLIT_STREAM).permutation(n)
     split[perm[:sp.train]] = 0
     split[perm[sp.train:sp.train + sp.val]] = 1
     return split

@@ -47,7 +47,8 @@ import pyarrow.parquet as pq
 from rightsize.atomic import atomic_path
 from rightsize.cohort.arrays import SPLITS
 from rightsize.cohort.columns import numbers, single, string_codes
-from rightsize.errors import DataError, InputError
+from rightsize.cohort.input_files import open_parquet
+from rightsize.errors import DataError
 
 log = logging.getLogger(__name__)
 
@@ -189,13 +190,7 @@ def metadata_of(schema: pa.Schema, path: str | os.PathLike[str]) -> dict[str, An
 
 def open_manifest(path: str | os.PathLike[str]) -> pq.ParquetFile:
     """Open ``path`` as parquet (InputError when missing, DataError when not parquet)."""
-    p = Path(path)
-    if not p.is_file():
-        raise InputError(f"{p}: manifest not found")
-    try:
-        return pq.ParquetFile(p)
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise DataError(f"{p}: not a parquet file ({str(exc).splitlines()[0]})") from None
+    return open_parquet(Path(path), (), "manifest")
 
 
 def iter_row_groups(pf: pq.ParquetFile) -> Iterator[tuple[int, pa.Table]]:

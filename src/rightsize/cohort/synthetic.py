@@ -86,6 +86,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rightsize.cohort.config import CohortConfig
+from rightsize.cohort.labels import assign_splits
 from rightsize.cohort.latent import lincomb, rng
 from rightsize.cohort.manifest import Chunk
 from rightsize.cohort.planted_tokens import (
@@ -108,7 +109,7 @@ PREVALENCE = 0.15     # target P(lvef <= ef_threshold)
 LVEF_RANGE = (10.0, 80.0)
 GEN_BLOCK = 16        # subjects per embedding-noise block
 
-_STREAM_PROJ, _STREAM_LATENT, _STREAM_SPLIT, _STREAM_AVAIL = 0, 1, 2, 3
+_STREAM_PROJ, _STREAM_LATENT, _STREAM_AVAIL = 0, 1, 3   # 2: the split (labels.SPLIT_STREAM)
 _STREAM_ECHO_NOISE, _STREAM_ECG_NOISE = 10, 11
 
 
@@ -191,12 +192,7 @@ class SyntheticCohort:
                                query=query.astype(np.int8), keys=keys.astype(np.int8),
                                matched=matched, signal=signal, noise=noise, tokens=tokens)
 
-        self.split = np.empty(n, dtype=np.int8)
-        perm = rng(cfg.seed, _STREAM_SPLIT).permutation(n)
-        sp = cfg.splits
-        self.split[perm[:sp.train]] = 0
-        self.split[perm[sp.train:sp.train + sp.val]] = 1
-        self.split[perm[sp.train + sp.val:]] = 2
+        self.split = assign_splits(n, cfg)
         self.subject_id = subject_ids(n)
 
     def metadata(self) -> dict[str, Any]:
