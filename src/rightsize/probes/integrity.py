@@ -17,7 +17,6 @@ there, as a :class:`~rightsize.errors.DataError`, instead of deep inside an eval
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from pathlib import Path
@@ -25,10 +24,10 @@ from typing import Any, TypeVar
 
 from rightsize.atomic import write_json
 from rightsize.errors import DataError
+from rightsize.telemetry.manifest import sha256_file
 
 CONTENTS = "contents"      # sidecar key: {relative path: sha256 hex} of the folder's files
 SIDECAR = "checkpoint.json"
-CHUNK = 1 << 20
 P = TypeVar("P")
 
 
@@ -44,11 +43,7 @@ def folder_hashes(model_dir: str | os.PathLike[str]) -> dict[str, str]:
             rel = path.relative_to(root).as_posix()
             if rel == SIDECAR or name.startswith(".") or not path.is_file():
                 continue
-            h = hashlib.sha256()
-            with open(path, "rb") as fh:
-                while chunk := fh.read(CHUNK):
-                    h.update(chunk)
-            out[rel] = h.hexdigest()
+            out[rel] = sha256_file(path)[0]
     return out
 
 

@@ -31,6 +31,14 @@ WEIGHTS = "weights.pt"
 Forward = Callable[..., torch.Tensor]
 
 
+def _token_batch(batch: int, ecg_shape: tuple[int, ...]) -> int:
+    """``batch`` subjects, at most :data:`ENCODE_TOKEN_ROWS` // N of them when the ECG holds
+    N tokens per subject (shape ``(m, N, d)``); ``batch`` for a pooled ECG."""
+    if len(ecg_shape) != 3:
+        return batch
+    return max(1, min(batch, ENCODE_TOKEN_ROWS // ecg_shape[1]))
+
+
 def encode_split(model: nn.Module, data: SplitData, device: Any = "cpu",
                  batch: int = PREDICT_BATCH) -> dict[str, torch.Tensor]:
     """``model.encode`` of every row of ``data`` (chunked, no grad): the tensors to batch.
@@ -40,8 +48,7 @@ def encode_split(model: nn.Module, data: SplitData, device: Any = "cpu",
     tokens would take 0.6 GB).
     """
     tensors = data.tensors(device)
-    if data.ecg.ndim == 3:
-        batch = max(1, min(batch, ENCODE_TOKEN_ROWS // data.ecg.shape[1]))
+    batch = _token_batch(batch, data.ecg.shape)
     with torch.no_grad():
         parts = [model.encode(**{k: t[lo:lo + batch] for k, t in tensors.items()})
                  for lo in range(0, max(len(data), 1), batch)]
@@ -56,8 +63,8 @@ def predict_encoded_z(model: nn.Module, encoded: dict[str, torch.Tensor],
     // N (a fused forward over 512 x 186 tokens holds about 0.5 GB of activations)."""
     n = next(iter(encoded.values())).shape[0]
     ecg = encoded.get("ecg")
-    if ecg is not None and ecg.dim() == 3:
-        batch = max(1, min(batch, ENCODE_TOKEN_ROWS // ecg.shape[1]))
+    if ecg is not None:
+        batch = _token_batch(batch, tuple(ecg.shape))
     was_training = model.training
     model.eval()
     with torch.no_grad():

@@ -257,8 +257,7 @@ def token_cost_verdict(src: Source, cfg: ReportConfig, seeds: int = 1) -> Verdic
     top = tokens[-1]
     per = ", ".join(f"{fmt.seconds(num(c, 'train_eval_s'))} at {fmt.integer(num(c, 'ecg_tokens'))}"
                     for c in tokens)
-    bases = sorted({str(c.get("basis", "")) for c in tokens})
-    basis = bases[0] if len(bases) == 1 else "; ".join(bases)
+    basis = "; ".join(sorted({str(c.get("basis", "")) for c in tokens}))
     worst = num(top, "train_eval_s") * seeds
     within = worst <= cfg.cpu_budget_s
     estimate = (f"; train.seeds {seeds} at {fmt.integer(num(top, 'ecg_tokens'))} tokens: about "

@@ -84,7 +84,6 @@ def _measure(folder: Path, raw: dict[str, Any], tokens: int, epochs_run: int,
 
     import yaml
 
-    from rightsize.cohort.config import payload_bytes
     from rightsize.measure import run_measured
     from rightsize.probes.token_cost import (
         PROBE,
@@ -103,18 +102,16 @@ def _measure(folder: Path, raw: dict[str, Any], tokens: int, epochs_run: int,
     cli, env, where = [sys.executable, "-m", "rightsize.cli", "-q"], dict(os.environ), str(folder)
     build = _child(run_measured(cli + build_command(str(params), where), env),
                    f"rightsize cohort at {tokens} ECG token(s)")
-    manifest_bytes = (folder / "manifest.parquet").stat().st_size
     run = _child(run_measured(cli + train_command(PROBE, str(params), where, where), env),
                  f"rightsize train {PROBE} at {tokens} ECG token(s)")
-    f = {k: folder / k for k in ("train.json", "eval.json", "events", "model")}
-    tm, em = (json.loads(f[k].read_text()) for k in ("train.json", "eval.json"))
+    f = {k: folder / k for k in ("cohort.json", "train.json", "eval.json", "events", "model")}
+    built, tm, em = (json.loads(f[k].read_text()) for k in ("cohort.json", "train.json",
+                                                            "eval.json"))
     side = json.loads((f["model"] / "checkpoint.json").read_text())
     est = extrapolate(run.wall_s, epochs, epochs_run, epoch_seconds(_val_walls(f["events"])),
                       int(tm.get("steps_per_epoch", 0)))
-    c = case["cohort"]
-    payload = payload_bytes(c["n_subjects"], c["max_clips"], c["echo_dim"], c["ecg_dim"], tokens)
-    result = case_result(tokens, manifest_bytes, payload, build, run, tm, em, est,
-                         str(side.get("accelerator", "none")))
+    result = case_result(tokens, built["manifest_bytes"], built["payload_bytes"], build, run,
+                         tm, em, est, str(side.get("accelerator", "none")))
     shutil.rmtree(folder)
     return result, em.get("hardware") or {}
 
@@ -139,7 +136,7 @@ def _child(cost: Any, what: str) -> Any:
 
     lines = [ln for ln in cost.output_tail.splitlines() if ln.strip()]
     last = lines[-1] if lines else "no output"
-    cls = {2: InputError, 3: IntegrityError, 4: DataError}.get(cost.rc)
+    cls = {c.exit_code: c for c in (InputError, IntegrityError, DataError)}.get(cost.rc)
     if cls is None:
         raise RuntimeError(f"{what} exited {cost.rc}: {last}")
     raise cls(f"{what} exited {cost.rc}: {last}")

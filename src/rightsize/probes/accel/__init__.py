@@ -28,10 +28,11 @@ echo probe's process never loads torch.
 from __future__ import annotations
 
 import contextlib
-import importlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
+
+from rightsize.probe_registry import resolve
 
 # Keys every accelerator understands (the input geometry; ECG tokens are each one's own test)
 COMMON = frozenset(("probe", "echo_dim", "ecg_dim", "pca_rank", "ecg_tokens", "ecg_pooling"))
@@ -87,8 +88,7 @@ class Accelerator:
 
 def load(name: str) -> Accelerator:
     """The accelerator ``name`` (its module is imported here, not before)."""
-    module, _, attr = MODULES[name].partition(":")
-    return getattr(importlib.import_module(module), attr)
+    return resolve(MODULES[name])
 
 
 def select(names: tuple[str, ...], facts: dict[str, Any], defaults: dict[str, Any],
