@@ -10,7 +10,7 @@ import pytest
 
 from rightsize.cli import main
 from rightsize.errors import InputError, IntegrityError
-from rightsize.telemetry.manifest import read_manifest, verify
+from rightsize.telemetry.manifest import parse_manifest, verify
 from rightsize.telemetry.rescue import rescue
 
 
@@ -22,8 +22,8 @@ def test_rescue_rampnet_reproduces_its_manifest(rampnet, tmp_path, capsys):
     dest = tmp_path / "copy"
     assert main(["rescue", str(rampnet), str(dest)]) == 0
     assert "18 copied" in capsys.readouterr().out
-    ours = read_manifest(dest / "SHA256SUMS")
-    assert ours == read_manifest(rampnet / "SHA256SUMS")
+    ours = parse_manifest(dest / "SHA256SUMS").entries
+    assert ours == parse_manifest(rampnet / "SHA256SUMS").entries
     for rel in ours:
         assert (dest / rel).read_bytes() == (rampnet / rel).read_bytes()
     if shutil.which("sha256sum"):   # the real tool reads our manifest
@@ -60,14 +60,14 @@ def rescued(demo_factory, tmp_path):
 
 
 def test_rescue_keeps_relative_paths(rescued):
-    rels = sorted(read_manifest(rescued / "SHA256SUMS"))
+    rels = sorted(parse_manifest(rescued / "SHA256SUMS").entries)
     assert rels and all(r.startswith(("a/", "nested/b/")) for r in rels)
     assert all((rescued / r).is_file() for r in rels)
     assert verify(rescued).ok
 
 
 def test_tampered_file_fails_verify_naming_it(rescued, tmp_path, capsys):
-    victim = sorted(read_manifest(rescued / "SHA256SUMS"))[3]
+    victim = sorted(parse_manifest(rescued / "SHA256SUMS").entries)[3]
     data = bytearray((rescued / victim).read_bytes())
     data[len(data) // 2] ^= 0x01
     (rescued / victim).write_bytes(bytes(data))
@@ -82,7 +82,7 @@ def test_tampered_file_fails_verify_naming_it(rescued, tmp_path, capsys):
 
 
 def test_missing_and_extra_files(rescued, capsys):
-    rels = sorted(read_manifest(rescued / "SHA256SUMS"))
+    rels = sorted(parse_manifest(rescued / "SHA256SUMS").entries)
     (rescued / rels[0]).unlink()
     (rescued / "nested" / "stray.txt").write_text("x")
     assert main(["verify", str(rescued)]) == 3
@@ -96,7 +96,7 @@ def test_missing_and_extra_files(rescued, capsys):
 
 def test_rescue_into_existing_updates_a_grown_file(rescued, tmp_path, capsys):
     src = tmp_path / "src"
-    rel = sorted(read_manifest(rescued / "SHA256SUMS"))[0]
+    rel = sorted(parse_manifest(rescued / "SHA256SUMS").entries)[0]
     with open(src / rel, "ab") as fh:      # the source grew since the last rescue
         fh.write(b"\0" * 16)
     assert main(["rescue", str(src), str(rescued), "--into-existing"]) == 0
@@ -107,7 +107,7 @@ def test_rescue_into_existing_updates_a_grown_file(rescued, tmp_path, capsys):
 
 def test_rescue_refuses_to_overwrite_a_different_file(rescued, tmp_path, capsys):
     src = tmp_path / "src"
-    rel = sorted(read_manifest(rescued / "SHA256SUMS"))[0]
+    rel = sorted(parse_manifest(rescued / "SHA256SUMS").entries)[0]
     before = (rescued / rel).read_bytes()
     data = bytearray((src / rel).read_bytes())
     data[len(data) // 2] ^= 0xFF           # the same name, other bytes (not a longer version)

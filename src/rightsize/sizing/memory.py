@@ -10,13 +10,11 @@ CUDA: ``torch.cuda.max_memory_allocated`` after ``reset_peak_memory_stats``.
 from __future__ import annotations
 
 import logging
-import re
 from pathlib import Path
 from typing import Any
 
 log = logging.getLogger(__name__)
 
-_HWM = re.compile(r"^VmHWM:\s+(\d+)\s+kB", re.MULTILINE)
 _OOM_TEXT = ("out of memory", "can't allocate memory", "not enough memory",
              "failed to allocate")
 
@@ -42,15 +40,9 @@ def peak_mb(device: str) -> float:
         import torch
 
         return torch.cuda.max_memory_allocated() / 2**20
-    try:
-        match = _HWM.search(Path("/proc/self/status").read_text())
-    except OSError:
-        match = None
-    if match:
-        return int(match.group(1)) / 1024
-    from rightsize.measure import peak_rss_mb
+    from rightsize.measure import memory_hwm_mb
 
-    return peak_rss_mb()
+    return memory_hwm_mb()
 
 
 def is_out_of_memory(exc: BaseException) -> bool:

@@ -93,11 +93,6 @@ def parse_manifest(path: Path) -> Manifest:
     return Manifest(entries, tuple(comments))
 
 
-def read_manifest(path: Path) -> dict[str, str]:
-    """``{relpath: hex}`` of a ``sha256sum``-format file (comments left out)."""
-    return parse_manifest(path).entries
-
-
 def manifest_text(entries: dict[str, str], comments: tuple[str, ...] | list[str] = ()) -> str:
     """The manifest's text: comment lines first, then entries sorted by path."""
     return ("".join(f"# {c}\n" for c in comments)

@@ -51,7 +51,7 @@ from rightsize.telemetry.manifest import (
     verify,
     write_manifest,
 )
-from rightsize.telemetry.runs import Link, Listing, Unreadable, list_tree
+from rightsize.telemetry.runs import CannotRead, Link, Listing, Unreadable, list_tree
 
 log = logging.getLogger(__name__)
 
@@ -78,14 +78,6 @@ class _Copied:
     prefix_digest: str | None      # hash of the first ``prefix`` bytes, when asked for
 
 
-class _CannotRead(Exception):
-    """The source file could not be opened or read (carries the :class:`Unreadable`)."""
-
-    def __init__(self, what: Unreadable) -> None:
-        super().__init__(what.message())
-        self.what = what
-
-
 def _copy(src: Path, dest: Path, prefix: int | None) -> _Copied:
     """Copy ``src`` to the new file ``dest``, hashing on the way (and the first ``prefix``
     bytes apart), and fsync it. :func:`verify` of the staged folder re-reads it later."""
@@ -95,7 +87,7 @@ def _copy(src: Path, dest: Path, prefix: int | None) -> _Copied:
     try:
         fin = open(src, "rb")  # noqa: SIM115 - closed below
     except OSError as exc:
-        raise _CannotRead(Unreadable(str(src), "file", exc.strerror or str(exc))) from None
+        raise CannotRead.file(src, exc) from None
     with fin:
         try:
             fout = open(dest, "xb")  # noqa: SIM115 - closed below
@@ -106,8 +98,7 @@ def _copy(src: Path, dest: Path, prefix: int | None) -> _Copied:
                 try:
                     chunk = fin.read(CHUNK)
                 except OSError as exc:
-                    raise _CannotRead(Unreadable(str(src), "file",
-                                                 exc.strerror or str(exc))) from None
+                    raise CannotRead.file(src, exc) from None
                 if not chunk:
                     break
                 if prefix is not None and n < prefix <= n + len(chunk):
@@ -245,7 +236,7 @@ def _fill(stage: Path, src: Path, dest: Path, listing: Listing, src_sums: dict[s
         before = _old_size(dest, rel) if old is not None and rel in old.entries else None
         try:
             got = _copy(src / rel, out, before)
-        except _CannotRead as exc:
+        except CannotRead as exc:
             unreadable.append(exc.what)
             continue
         total += got.size

@@ -129,6 +129,19 @@ class Unreadable:
         return f"{escaped(self.path)}: cannot {verb} {self.kind} ({self.reason})"
 
 
+class CannotRead(Exception):
+    """A file could not be opened or read (carries the :class:`Unreadable`)."""
+
+    def __init__(self, what: Unreadable) -> None:
+        super().__init__(what.message())
+        self.what = what
+
+    @classmethod
+    def file(cls, path: str | os.PathLike[str], exc: OSError) -> CannotRead:
+        """The error of the file ``path`` that ``exc`` stopped."""
+        return cls(Unreadable(str(path), "file", exc.strerror or str(exc)))
+
+
 @dataclass(frozen=True)
 class Link:
     """A symbolic link met while listing (``followed``: its target was read or descended)."""

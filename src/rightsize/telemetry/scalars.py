@@ -27,7 +27,7 @@ from rightsize.errors import InputError, IntegrityError
 from rightsize.telemetry.events import SCALARS, FileEvents, TagIndex, decode_generic
 from rightsize.telemetry.fastpath import decode_simple
 from rightsize.telemetry.records import Buffer, scan_segments
-from rightsize.telemetry.runs import EventFile, Unreadable, scan
+from rightsize.telemetry.runs import CannotRead, EventFile, Unreadable, scan
 from rightsize.telemetry.table import SCHEMA, FileInfo, Problem, ScalarTable
 
 log = logging.getLogger(__name__)
@@ -79,7 +79,7 @@ def decode_file(data: Buffer, file: str, tags: TagIndex, *, strict: bool = False
 def _opened(f: EventFile) -> Iterator[Buffer]:
     """The file's bytes: read for small files, memory-mapped for big ones.
 
-    An ``OSError`` opening or reading the file is raised as :class:`_CannotRead`.
+    An ``OSError`` opening or reading the file is raised as :class:`CannotRead`.
     """
     try:
         with open(f.path, "rb") as fh:
@@ -87,7 +87,7 @@ def _opened(f: EventFile) -> Iterator[Buffer]:
             data = fh.read() if size < MMAP_BYTES else None
             mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if data is None else None
     except OSError as exc:
-        raise _CannotRead(Unreadable(str(f.path), "file", exc.strerror or str(exc))) from None
+        raise CannotRead.file(f.path, exc) from None
     if data is not None:
         yield data
         return
@@ -96,14 +96,6 @@ def _opened(f: EventFile) -> Iterator[Buffer]:
     finally:
         with contextlib.suppress(BufferError):   # numpy views may still hold it; GC closes
             mm.close()
-
-
-class _CannotRead(Exception):
-    """An event file could not be opened or read (carries the :class:`Unreadable`)."""
-
-    def __init__(self, what: Unreadable) -> None:
-        super().__init__(what.message())
-        self.what = what
 
 
 def unreadable_error(root: str | os.PathLike[str], unreadable: tuple[Unreadable, ...],
@@ -154,7 +146,7 @@ def read_scalars(root: str | os.PathLike[str], tags: str | None = None,
                 with _opened(f) as data:
                     events, records, probs = decode_file(data, f.relpath, index, strict=strict)
                     decoded.append(_Decoded(f, len(data), records, events, probs))
-            except _CannotRead as exc:
+            except CannotRead as exc:
                 unreadable.append(exc.what)
                 log.debug("cannot read %s", f.path)
             if on_file is not None:
