@@ -13,8 +13,6 @@ from typing import Any
 
 from rightsize.errors import ParamsError
 
-MATCH_KEYS = ("family", "size", "geometry")
-
 
 def mismatch(bench: dict[str, Any], gpu_file: dict[str, Any]) -> str | None:
     """Why ``gpu_file`` does not measure ``bench``'s encoder on a GPU (``None``: it does)."""

@@ -23,7 +23,7 @@ import logging
 from typing import Any
 
 from rightsize.errors import ParamsError
-from rightsize.sizing.config import PAIRED, ScenarioCount, SizingConfig
+from rightsize.sizing.config import PAIRED, ModelSizing, ScenarioCount, SizingConfig
 from rightsize.sizing.gpu_files import gpu_files_report, pick_gpu_file
 from rightsize.sizing.timing import Part, add_jobs, cheapest, cost, cpu_job, gpu_job, part_for
 from rightsize.sizing.units import DTYPE_BYTES, parse_size
@@ -125,10 +125,19 @@ def job_parts(records: int, bench: dict[str, Any], cfg: SizingConfig, storage: i
     return cpu, per_gpu
 
 
+def vectors_per_record(bench: dict[str, Any], ms: ModelSizing) -> int:
+    """Hidden-state vectors a re-extraction keeps per record and layer: every token
+    (``keep: tokens``) or one pooled vector per input (``keep: pooled``)."""
+    if ms.keep == "tokens":
+        return int(bench["tokens_per_record"])
+    return int(bench.get("inputs_per_record") or 1)
+
+
 def size_row(count: ScenarioCount, bench: dict[str, Any], cfg: SizingConfig, model: str,
              gpu: tuple[str | None, dict[str, Any] | None], disk: dict[str, Any]
-             ) -> tuple[dict[str, Any], tuple[dict[str, Part], dict[str, Part]]]:
-    """One model in one scenario: the row's JSON, and its job parts (CPU, per GPU)."""
+             ) -> tuple[dict[str, Any], dict[int, dict[str, Any]]]:
+    """One model in one scenario: the row's JSON, and its job on k = 1 .. ``sizing.gpus``
+    GPUs (what the ask adds up)."""
     records = count.records
     if records <= 0:
         raise ParamsError(f"sizing: {model} records must be > 0, got {records}")
@@ -139,7 +148,7 @@ def size_row(count: ScenarioCount, bench: dict[str, Any], cfg: SizingConfig, mod
                           f"{states} hidden states of {bench['family']} {bench['size']}")
     width, hidden, tpr = cfg.dtype_bytes, int(bench["hidden_size"]), int(bench["tokens_per_record"])
     n_in = int(bench.get("inputs_per_record") or 1)
-    vectors = tpr if ms.keep == "tokens" else n_in
+    vectors = vectors_per_record(bench, ms)
     per_layer = vectors * hidden * width
     storage = records * per_layer * ms.layers_kept
     cpu_parts, gpu_parts = job_parts(records, bench, cfg, storage, gpu, disk)
@@ -168,7 +177,7 @@ def size_row(count: ScenarioCount, bench: dict[str, Any], cfg: SizingConfig, mod
         "cpu": cpu, "gpu": by_k[cfg.gpus],
         "cheapest": {**pick, "option": cpu if pick["choice"] == "cpu" else by_k.get(pick["k"])},
     }
-    return row, (cpu_parts, gpu_parts)
+    return row, by_k
 
 
 def _fits(storage: int, free: int | None, quota: int | None) -> dict[str, Any]:
@@ -196,18 +205,18 @@ def size_all(cfg: SizingConfig, benches: dict[str, dict[str, Any]],
     quota = None if cfg.disk.quota is None else parse_size(cfg.disk.quota, "sizing.disk.quota")
     free = disk.get("free_bytes")
     scenarios: dict[str, Any] = {}
-    parts: dict[str, dict[str, Any]] = {}
+    jobs: dict[str, dict[str, dict[int, dict[str, Any]]]] = {}
     for name, per_model in counts.items():
         built = {m: size_row(c, benches[m], cfg, m, gpus[m], disk) for m, c in per_model.items()}
         rows = {m: r for m, (r, _) in built.items()}
-        parts[name] = {m: p for m, (_, p) in built.items()}
+        jobs[name] = {m: by_k for m, (_, by_k) in built.items()}
         storage = sum(r["storage_bytes"] for r in rows.values())
         scenarios[name] = {"models": rows, "storage_bytes": storage,
                            "manifest_bytes": sum(r["manifest_bytes"] for r in rows.values()),
                            **_fits(storage, free, quota)}
     hardware = _hardware(cfg, benches, gpus)
     result = {
-        "ask": _ask(cfg, scenarios, parts, free, quota, hardware["cores"]),
+        "ask": _ask(cfg, scenarios, jobs, free, quota, hardware["cores"]),
         "scenarios": scenarios,
         "hardware": hardware,
         "deadline_h": cfg.deadline_h,
@@ -237,7 +246,8 @@ def _hardware(cfg: SizingConfig, benches: dict[str, dict[str, Any]],
             "gpu": ", ".join(measured) or cfg.estimate.gpu, "gpu_measured": bool(measured)}
 
 
-def _ask(cfg: SizingConfig, scenarios: dict[str, Any], parts: dict[str, dict[str, Any]],
+def _ask(cfg: SizingConfig, scenarios: dict[str, Any],
+         jobs: dict[str, dict[str, dict[int, dict[str, Any]]]],
          free: int | None, quota: int | None, cores: int) -> dict[str, Any]:
     """The ask's models summed on the same hardware, and the cheapest option in time."""
     rows = scenarios[cfg.ask.scenario]["models"]
@@ -245,10 +255,9 @@ def _ask(cfg: SizingConfig, scenarios: dict[str, Any], parts: dict[str, dict[str
     if not models:
         raise ParamsError(f"sizing.ask: scenario {cfg.ask.scenario} has no records for "
                           f"{', '.join(cfg.ask.models)}")
-    p = parts[cfg.ask.scenario]
+    per_model = jobs[cfg.ask.scenario]
     cpu = add_jobs([rows[m]["cpu"] for m in models])
-    by_k = {k: add_jobs([gpu_job(p[m][1], k, cfg.cpu_cores_per_gpu) for m in models])
-            for k in range(1, cfg.gpus + 1)}
+    by_k = {k: add_jobs([per_model[m][k] for m in models]) for k in range(1, cfg.gpus + 1)}
     pick = cheapest(cpu, by_k, cfg.deadline_h)
     option = cpu if pick["choice"] == "cpu" else by_k.get(pick["k"])
     storage = sum(rows[m]["storage_bytes"] for m in models)

@@ -134,9 +134,10 @@ def _shard_shape(cfg: Any, benches: dict[str, dict[str, Any]]) -> tuple[int, ...
     """One record's kept states as a re-extraction writes them: (layers, vectors, hidden)."""
     order = [*cfg.ask.models, *(m for m in cfg.models if m not in cfg.ask.models)]
     model = next((m for m in order if cfg.models[m].keep == "tokens"), order[0])
+    from rightsize.sizing.plan import vectors_per_record
+
     b, ms = benches[model], cfg.models[model]
-    vectors = b["tokens_per_record"] if ms.keep == "tokens" else b.get("inputs_per_record", 1)
-    return (ms.layers_kept, int(vectors), int(b["hidden_size"]))
+    return (ms.layers_kept, vectors_per_record(b, ms), int(b["hidden_size"]))
 
 
 def run_sizing(args: argparse.Namespace) -> int:
