@@ -158,15 +158,15 @@ def test_accelerate_false_trains_every_probe_with_the_textbook_trainer(cohort):
 
 def test_an_accelerator_applies_only_where_every_unknown_key_has_its_default():
     defaults = {f.name: f.default for f in dataclasses.fields(FusedConfig)}
-    facts = {**defaults, "probe": "fused", "ecg_tokens": 1}
-    assert accel.select(("fused_pooled",), facts, defaults).name == "fused_pooled"
-    assert accel.select(("fused_pooled",), {**facts, "ecg_tokens": 16}, defaults) is None
-    assert accel.select(("fused_pooled",), {**facts, "new_option": 2}, defaults) is None
-    assert accel.select(("fused_pooled",), {**facts, "new_option": 2},
+    settings = {**defaults, "probe": "fused", "ecg_tokens": 1}
+    assert accel.select(("fused_pooled",), settings, defaults).name == "fused_pooled"
+    assert accel.select(("fused_pooled",), {**settings, "ecg_tokens": 16}, defaults) is None
+    assert accel.select(("fused_pooled",), {**settings, "new_option": 2}, defaults) is None
+    assert accel.select(("fused_pooled",), {**settings, "new_option": 2},
                         {**defaults, "new_option": 2}).name == "fused_pooled"
-    assert accel.select(("fused_pooled",), facts, defaults, on=False) is None
+    assert accel.select(("fused_pooled",), settings, defaults, on=False) is None
     with accel.use(False):
-        assert accel.select(("fused_pooled",), facts, defaults) is None
+        assert accel.select(("fused_pooled",), settings, defaults) is None
 
 
 def test_a_second_fusion_block_is_trained_by_autograd_and_saved(cohort, tmp_path):

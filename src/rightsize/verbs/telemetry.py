@@ -345,7 +345,7 @@ def run_rescue(args: argparse.Namespace) -> int:
 def run_verify(args: argparse.Namespace) -> int:
     """The ``verify`` verb."""
     from rightsize import atomic
-    from rightsize.telemetry.manifest import verify
+    from rightsize.telemetry.sha256sums import verify
 
     atomic.check_writable(args.json)
     with console.task(f"verify: hashing the files listed in {Path(args.dir) / 'SHA256SUMS'}"):

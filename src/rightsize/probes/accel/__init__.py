@@ -16,7 +16,7 @@ switched off with ``train.accelerate: false`` (:func:`use`). Two kinds:
   when the API is missing or accelerators are off.
 
 An accelerator was written for the probe configuration of its day: it lists the config and
-architecture keys it ``knows``, and :func:`select` uses it only where every other key holds
+architecture keys it ``handles``, and :func:`select` uses it only where every other key holds
 its default value (so a new option, e.g. ``train.fused.layers``, leaves the accelerator off
 until someone teaches it). The tests hold every accelerator to autograd of the textbook
 forward (loss and every gradient, float64, dropout on, the same dropout masks).
@@ -35,40 +35,40 @@ from typing import Any
 from rightsize.probe_registry import resolve
 
 # Keys every accelerator understands (the input geometry; ECG tokens are each one's own test)
-COMMON = frozenset(("probe", "echo_dim", "ecg_dim", "pca_rank", "ecg_tokens", "ecg_pooling"))
+GEOMETRY_KEYS = frozenset(("probe", "echo_dim", "ecg_dim", "pca_rank", "ecg_tokens", "ecg_pooling"))
 
 # name -> "module:attribute" of the :class:`Accelerator`
 MODULES = {
     "echo_numpy": "rightsize.probes.accel.echo_numpy:ACCELERATOR",
     "concat_stacked": "rightsize.probes.accel.concat_stacked:ACCELERATOR",
-    "fused_pooled": "rightsize.probes.accel.fused_coords:POOLED",
-    "fused_tokens": "rightsize.probes.accel.fused_coords:TOKENS",
+    "fused_pooled": "rightsize.probes.accel.fused_step:POOLED",
+    "fused_tokens": "rightsize.probes.accel.fused_step:TOKENS",
 }
 
-_STATE = {"on": True}
+_SWITCH = {"on": True}
 
 
 def enabled() -> bool:
     """True unless accelerators are switched off (``train.accelerate: false``)."""
-    return _STATE["on"]
+    return _SWITCH["on"]
 
 
 @contextlib.contextmanager
 def use(on: bool) -> Iterator[None]:
     """Run the block with accelerators on or off (``train.accelerate``); restore afterwards."""
-    old = _STATE["on"]
-    _STATE["on"] = bool(on)
+    old = _SWITCH["on"]
+    _SWITCH["on"] = bool(on)
     try:
         yield
     finally:
-        _STATE["on"] = old
+        _SWITCH["on"] = old
 
 
 @dataclass(frozen=True)
 class Accelerator:
     """One probe accelerator.
 
-    ``applies(facts)`` answers for the facts of a run (the probe's config block and its
+    ``applies(settings)`` answers for the settings of a run (the probe's config block and its
     architecture dict, :func:`select`); ``precondition`` says the same in words (docs,
     logs). ``trainer(job)`` builds the replica trainer the loop drives (``job`` is a
     :class:`rightsize.probes.engine.estimator.FitJob`); ``forward(module, **batch)`` is the
@@ -78,7 +78,7 @@ class Accelerator:
 
     name: str
     precondition: str
-    knows: frozenset[str]
+    handles: frozenset[str]
     applies: Callable[[dict[str, Any]], bool]
     trainer: Callable[[Any], Any]
     forward: Callable[..., Any] | None = None
@@ -91,21 +91,21 @@ def load(name: str) -> Accelerator:
     return resolve(MODULES[name])
 
 
-def select(names: tuple[str, ...], facts: dict[str, Any], defaults: dict[str, Any],
+def select(names: tuple[str, ...], settings: dict[str, Any], defaults: dict[str, Any],
            on: bool | None = None) -> Accelerator | None:
-    """The first accelerator of ``names`` that applies to ``facts``, or None.
+    """The first accelerator of ``names`` that applies to ``settings``, or None.
 
-    ``facts`` are the probe's config block and architecture (keys and values); ``defaults``
+    ``settings`` are the probe's config block and architecture (keys and values); ``defaults``
     the config block's default values. An accelerator applies where accelerators are on,
-    every key of ``facts`` it does not know holds its default, and its own ``applies``
+    every key of ``settings`` it does not know holds its default, and its own ``applies``
     holds. ``on`` overrides :func:`enabled`.
     """
     if not (enabled() if on is None else on):
         return None
     for name in names:
         acc = load(name)
-        unknown = {k: v for k, v in facts.items() if k not in acc.knows | COMMON}
+        unknown = {k: v for k, v in settings.items() if k not in acc.handles | GEOMETRY_KEYS}
         if all(k in defaults and defaults[k] == v for k, v in unknown.items()) and \
-                acc.applies(facts):
+                acc.applies(settings):
             return acc
     return None

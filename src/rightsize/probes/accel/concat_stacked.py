@@ -90,7 +90,7 @@ def join_params(params: Params) -> Params:
     return out
 
 
-class Stacked(TorchReplicas):
+class AllReplicasBatched(TorchReplicas):
     """All replicas' parameters stacked (K, ...): one forward and backward per step."""
 
     def __init__(self, job: Any) -> None:
@@ -159,7 +159,7 @@ class Stacked(TorchReplicas):
 ACCELERATOR = Accelerator(
     name="concat_stacked",
     precondition="any concat probe: K replicas stacked (K >= 1), autograd once per step",
-    knows=frozenset(("epochs", "hidden", "dropout")),
-    applies=lambda facts: True,
-    trainer=Stacked,
+    handles=frozenset(("epochs", "hidden", "dropout")),
+    applies=lambda settings: True,
+    trainer=AllReplicasBatched,
 )

@@ -23,6 +23,7 @@ from typing import Any
 from rightsize.errors import InputError
 from rightsize.probe_registry import Entry, entry, resolve
 from rightsize.probes import accel
+from rightsize.probes.engine.build import build_module, config_defaults
 from rightsize.probes.engine.config import SCHEDULE_KEYS, TrainConfig
 from rightsize.probes.engine.data import Moments, SplitData, Standardizer, ecg_tokens
 from rightsize.probes.engine.loop import train as train_loop
@@ -53,7 +54,7 @@ class FitJob:
     name: str
     arch: dict[str, Any]
     cfg: TrainConfig
-    sub: Any                         # the probe's config block (``cfg.<probe>``)
+    probe_config: Any                # the probe's config block (``cfg.<probe>``)
     train: SplitData
     val: SplitData
     std: Standardizer
@@ -69,7 +70,7 @@ class Estimator:
     def __init__(self, name: str, cfg: TrainConfig, device: str = "cpu") -> None:
         self.name, self.cfg, self.device = name, cfg, device
         self.entry: Entry = entry(name)
-        self.sub = getattr(cfg, name)
+        self.probe_config = getattr(cfg, name)
 
     def arch(self, data: SplitData) -> dict[str, Any]:
         """The JSON-able architecture of a model for ``data``'s input geometry: the probe,
@@ -78,9 +79,9 @@ class Estimator:
         arch: dict[str, Any] = {"probe": self.name, "echo_dim": int(data.echo.shape[-1]),
                                 "ecg_dim": int(data.ecg.shape[-1]),
                                 "pca_rank": int(self.cfg.pca_rank)}
-        for f in fields(self.sub):
+        for f in fields(self.probe_config):
             if f.name not in SCHEDULE_KEYS:
-                arch[f.name] = getattr(self.sub, f.name)
+                arch[f.name] = getattr(self.probe_config, f.name)
         arch["ecg_tokens"] = ecg_tokens(data.ecg)
         arch["ecg_pooling"] = self.entry.ecg_pooling
         return arch
@@ -90,8 +91,8 @@ class Estimator:
 
         Without ``arch`` (before the data is read) the answer is the config's alone.
         """
-        facts = {**asdict(self.sub), **(arch or {})}
-        return accel.select(self.entry.accelerators, facts, config_defaults(self.name),
+        settings = {**asdict(self.probe_config), **(arch or {})}
+        return accel.select(self.entry.accelerators, settings, config_defaults(self.name),
                             on=self.cfg.accelerate)
 
     @property
@@ -118,7 +119,7 @@ class Estimator:
         moments = Moments.fit(train, self.cfg.pca_rank, ecg=self.entry.uses_ecg,
                               threads=self.cfg.threads)
         acc = self.accelerator(arch)
-        job = FitJob(self.name, arch, self.cfg, self.sub, train, val, std, moments, seeds,
+        job = FitJob(self.name, arch, self.cfg, self.probe_config, train, val, std, moments, seeds,
                      self.device, self.build)
         with accel.use(self.cfg.accelerate), self._runtime(acc):
             if acc is not None:
@@ -127,14 +128,14 @@ class Estimator:
                 from rightsize.probes.engine.torch_replicas import textbook_trainer
 
                 trainer = textbook_trainer(job)
-            reps = train_loop(trainer, len(train), self.cfg.batch_size, self.sub.epochs,
+            reps = train_loop(trainer, len(train), self.cfg.batch_size, self.probe_config.epochs,
                               self.name, seeds, runlog)
             del trainer       # its batches and optimizer state, before predicting the splits
             out = []
             for rep in reps:
                 probe = Probe(self.name, rep.model, std)
                 out.append(FitResult(probe=probe, arch=arch, best_epoch=rep.best_epoch,
-                                     epochs=self.sub.epochs, steps=rep.steps,
+                                     epochs=self.probe_config.epochs, steps=rep.steps,
                                      train_loss=rep.train_loss, val_loss=rep.val_loss,
                                      val_mae=probe.mae(val), train_mae=probe.mae(train),
                                      extra={"accelerator": acc.name if acc else "none"}))
@@ -153,29 +154,6 @@ class Estimator:
 
             with threadpool_limits(limits=self.cfg.threads):
                 yield
-
-
-# Architecture keys that describe the inputs, not the module's constructor
-INPUT_KEYS = ("probe", "ecg_tokens", "ecg_pooling")
-
-
-def config_defaults(name: str) -> dict[str, Any]:
-    """Default value of every key of probe ``name``'s config block."""
-    block = TrainConfig.__dataclass_fields__[name].default_factory()   # type: ignore[misc]
-    return {f.name: getattr(block, f.name) for f in fields(block)}
-
-
-def build_module(name: str, arch: dict[str, Any]) -> Any:
-    """Probe ``name``'s textbook torch module for architecture ``arch`` (fresh parameters;
-    ``TypeError`` for an arch key its constructor does not take)."""
-    cls = resolve(entry(name).model)
-    return cls(**{k: v for k, v in arch.items() if k not in INPUT_KEYS})
-
-
-def inference_accelerator(name: str, arch: dict[str, Any],
-                          on: bool) -> accel.Accelerator | None:
-    """The accelerator whose forward predicts with a saved ``arch`` model, or None."""
-    return accel.select(entry(name).accelerators, arch, config_defaults(name), on=on)
 
 
 def check_inputs(arch: dict[str, Any], data: SplitData | Any, where: str, manifest: str) -> None:

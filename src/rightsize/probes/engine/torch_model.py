@@ -145,7 +145,7 @@ def load_torch_model(name: str, arch: dict[str, Any], device: Any = "cpu",
     """Probe ``name``'s module for ``arch`` (weights not yet loaded:
     :meth:`TorchModel.load_weights`), with the inference forward of the accelerator that
     applies to it, if any."""
-    from rightsize.probes.engine.estimator import build_module, inference_accelerator
+    from rightsize.probes.engine.build import build_module, inference_accelerator
 
     module = build_module(name, arch)
     acc = inference_accelerator(name, arch, accelerate)

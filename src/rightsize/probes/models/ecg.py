@@ -144,7 +144,7 @@ def fit_probe(est: Any, train: SplitData, val: SplitData, std: Standardizer,
     from rightsize.probes.engine.estimator import FitResult
     from rightsize.probes.engine.predict import Probe
 
-    model, grid = fit_linear(train, val, std, est.sub, threads=est.cfg.threads)
+    model, grid = fit_linear(train, val, std, est.probe_config, threads=est.cfg.threads)
     t1 = time.time()
     probe = Probe(est.name, model, std)
     train_loss = float(np.mean((model.predict_z(train) - std.forward(train.lvef)) ** 2))
