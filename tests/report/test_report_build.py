@@ -10,7 +10,7 @@ import matplotlib.image as mpimg
 import pytest
 from report_fixtures import GPUS, PROBES, SCHEDULES, SEGMENTS, demo_telemetry
 
-from rightsize.reporting import fmt
+from rightsize import fmt
 from rightsize.reporting.figures import DPI, FIGSIZE
 
 

@@ -10,7 +10,7 @@ import matplotlib.image as mpimg
 import pytest
 from report_fixtures import TOKEN_COST, run_report, token_cost_json, write_metrics, write_params
 
-from rightsize.reporting import fmt
+from rightsize import fmt
 
 HEADS = {0: (0.204, 0.053, 0.729), 1: (0.904, 0.132, 0.068), 2: (0.192, 0.730, 0.083),
          3: (0.082, 0.033, 0.377)}         # head -> its value at seeds 0, 1, 2

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 
-from rightsize.reporting import fmt
+from rightsize import fmt
 from rightsize.reporting.doc import Figure, Heading, Note, Para, Table, VerdictItem
 from rightsize.reporting.figures import _gaps, to_epoch_seconds
 from rightsize.reporting.load import get, num, read_csv, read_json

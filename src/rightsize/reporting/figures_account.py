@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rightsize.reporting.account_parts import PARTS
+from rightsize.account_parts import PARTS
 from rightsize.reporting.doc import Figure
 from rightsize.reporting.figures import _canvas, _png
 from rightsize.reporting.load import num

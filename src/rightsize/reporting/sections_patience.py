@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from rightsize.reporting import fmt
+from rightsize import fmt
 from rightsize.reporting.doc import Block, Heading, Note, table
 from rightsize.reporting.load import ReportInputs, num
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rightsize.reporting import fmt
+from rightsize import fmt
 from rightsize.reporting.doc import Block, Heading, Note, Para, table
 from rightsize.reporting.load import Source, as_float
 

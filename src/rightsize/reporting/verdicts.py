@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from rightsize.reporting import fmt
+from rightsize import fmt
 from rightsize.reporting.config import ReportConfig
 from rightsize.reporting.load import ReportInputs, Source, get, num
 
