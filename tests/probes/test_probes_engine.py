@@ -167,17 +167,30 @@ def test_an_accelerator_applies_only_where_every_unknown_key_has_its_default():
     assert accel.select(("fused_pooled",), settings, defaults, on=False) is None
     with accel.use(False):
         assert accel.select(("fused_pooled",), settings, defaults) is None
+    assert accel.skipped(("fused_pooled",), settings, defaults) == ""
+    assert accel.skipped(("fused_pooled",), settings, defaults, on=False) == \
+        "fused_pooled switched off (train.accelerate: false)"
+    assert accel.skipped(("fused_pooled",), {**settings, "ecg_tokens": 16}, defaults) == \
+        "fused_pooled: needs " + accel.load("fused_pooled").precondition
+    assert accel.skipped((), settings, defaults) == ""
 
 
-def test_a_second_fusion_block_is_trained_by_autograd_and_saved(cohort, tmp_path):
+def test_a_second_fusion_block_is_trained_by_autograd_and_saved(cohort, tmp_path, capsys):
     """train.fused.layers: 2 stacks a second block; the accelerator, written for one,
-    leaves it to the textbook trainer, and the checkpoint rebuilds both blocks."""
+    leaves it to the textbook trainer, saying so in one line and in the fit's record, and
+    the checkpoint rebuilds both blocks."""
     from rightsize.probes.engine.checkpoint import load_checkpoint, save_checkpoint
     from rightsize.probes.engine.data import split_data
 
     one = _small_fused(cohort, layers=1)
+    assert "accelerator" not in capsys.readouterr().err
     two = _small_fused(cohort, layers=2)
+    said = [line for line in capsys.readouterr().err.splitlines() if "accelerator" in line]
+    assert len(said) == 1 and "fused_pooled: layers=2 not handled (it covers layers == 1" \
+        in said[0] and "fused_tokens: layers=2" in said[0], said
     assert one.extra["accelerator"] == "fused_pooled" and two.extra["accelerator"] == "none"
+    assert "accelerator_skipped" not in one.extra
+    assert two.extra["accelerator_skipped"] in said[0]
     assert two.arch["layers"] == 2
     module = two.probe.model.module
     assert len(module.blocks) == 2 and any(n.startswith("blocks.1.") for n, _ in

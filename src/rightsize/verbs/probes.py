@@ -205,7 +205,9 @@ def run_train(args: argparse.Namespace) -> int:
             "wall_clock_s": {"load": t_load.seconds, "train": t_fit.seconds,
                              "save": t_save.seconds, "total": total},
             "peak_rss_mb": peak_rss_mb(), "peak_rss_mb_train": peak_train,
-            "hardware": hardware,
+            "hardware": hardware, "accelerator": fit.extra.get("accelerator", "none"),
+            **({"accelerator_skipped": fit.extra["accelerator_skipped"]}
+               if "accelerator_skipped" in fit.extra else {}),
         }
         merge(metrics, train_spread(fits, seed_list(cfg)))
         console.emit_json(args.metrics, _json_safe(metrics))

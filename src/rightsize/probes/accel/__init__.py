@@ -91,21 +91,46 @@ def load(name: str) -> Accelerator:
     return resolve(MODULES[name])
 
 
+def why_not(acc: Accelerator, settings: dict[str, Any], defaults: dict[str, Any]) -> str | None:
+    """Why ``acc`` does not cover ``settings`` (one clause), or None when it does.
+
+    It covers them where every key it does not handle (:attr:`Accelerator.handles`, beside
+    the input geometry) holds its default value, and its own ``applies`` holds.
+    """
+    unknown = {k: v for k, v in settings.items() if k not in acc.handles | GEOMETRY_KEYS}
+    changed = sorted(k for k, v in unknown.items() if not (k in defaults and defaults[k] == v))
+    if changed:
+        covers = [f"{k} == {defaults[k]!r}" if k in defaults else f"no {k}" for k in changed]
+        return (f"{', '.join(f'{k}={unknown[k]!r}' for k in changed)} not handled (it covers "
+                f"{', '.join(covers)}: {acc.precondition})")
+    if not acc.applies(settings):
+        return f"needs {acc.precondition}"
+    return None
+
+
 def select(names: tuple[str, ...], settings: dict[str, Any], defaults: dict[str, Any],
            on: bool | None = None) -> Accelerator | None:
-    """The first accelerator of ``names`` that applies to ``settings``, or None.
+    """The first accelerator of ``names`` that covers ``settings`` (:func:`why_not`), or None.
 
     ``settings`` are the probe's config block and architecture (keys and values); ``defaults``
-    the config block's default values. An accelerator applies where accelerators are on,
-    every key of ``settings`` it does not know holds its default, and its own ``applies``
-    holds. ``on`` overrides :func:`enabled`.
+    the config block's default values. Nothing applies where accelerators are off; ``on``
+    overrides :func:`enabled`.
     """
     if not (enabled() if on is None else on):
         return None
     for name in names:
         acc = load(name)
-        unknown = {k: v for k, v in settings.items() if k not in acc.handles | GEOMETRY_KEYS}
-        if all(k in defaults and defaults[k] == v for k, v in unknown.items()) and \
-                acc.applies(settings):
+        if why_not(acc, settings, defaults) is None:
             return acc
     return None
+
+
+def skipped(names: tuple[str, ...], settings: dict[str, Any], defaults: dict[str, Any],
+            on: bool | None = None) -> str:
+    """One line saying why none of ``names`` trains a probe with ``settings`` ("" when one
+    does, or the probe declares none)."""
+    if not names or select(names, settings, defaults, on) is not None:
+        return ""
+    if not (enabled() if on is None else on):
+        return f"{', '.join(names)} switched off (train.accelerate: false)"
+    return "; ".join(f"{name}: {why_not(load(name), settings, defaults)}" for name in names)

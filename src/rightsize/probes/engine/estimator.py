@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from rightsize import console
 from rightsize.errors import InputError
 from rightsize.probe_registry import Entry, entry, resolve
 from rightsize.probes import accel
@@ -95,6 +96,13 @@ class Estimator:
         return accel.select(self.entry.accelerators, settings, config_defaults(self.name),
                             on=self.cfg.accelerate)
 
+    def skipped_accelerators(self, arch: dict[str, Any] | None = None) -> str:
+        """Why none of the probe's declared accelerators applies ("" when one does, or the
+        probe declares none): :func:`rightsize.probes.accel.skipped`."""
+        settings = {**asdict(self.probe_config), **(arch or {})}
+        return accel.skipped(self.entry.accelerators, settings, config_defaults(self.name),
+                             on=self.cfg.accelerate)
+
     @property
     def uses_torch(self) -> bool:
         """True when training or predicting this probe loads torch (False: numpy only)."""
@@ -119,6 +127,11 @@ class Estimator:
         moments = Moments.fit(train, self.cfg.pca_rank, ecg=self.entry.uses_ecg,
                               threads=self.cfg.threads)
         acc = self.accelerator(arch)
+        skipped = self.skipped_accelerators(arch)
+        if skipped:
+            say = console.info if not self.cfg.accelerate else console.warn
+            say(f"{self.name}: no accelerator, training autograd of the textbook forward "
+                f"({skipped})")
         job = FitJob(self.name, arch, self.cfg, self.probe_config, train, val, std, moments, seeds,
                      self.device, self.build)
         with accel.use(self.cfg.accelerate), self._runtime(acc):
@@ -138,7 +151,9 @@ class Estimator:
                                      epochs=self.probe_config.epochs, steps=rep.steps,
                                      train_loss=rep.train_loss, val_loss=rep.val_loss,
                                      val_mae=probe.mae(val), train_mae=probe.mae(train),
-                                     extra={"accelerator": acc.name if acc else "none"}))
+                                     extra={"accelerator": acc.name if acc else "none",
+                                            **({"accelerator_skipped": skipped}
+                                               if skipped else {})}))
         return out
 
     @contextlib.contextmanager
