@@ -12,13 +12,14 @@ import numpy as np
 import pytest
 import torch
 
-from rightsize.probes import accel
+from rightsize.probes import accel, registry
 from rightsize.probes.accel import adamw, gemm, handgrad
 from rightsize.probes.engine.config import FusedConfig
 from rightsize.probes.engine.train import train_probe, train_seeds
 
-from .probe_fixtures import make_cohort, small_train_config
+from .probe_fixtures import GRADIENT_TRAINED, make_cohort, small_train_config
 
+POOLED = registry.spec("fused").accelerators[:1]        # fused_pooled, as declared
 SRC = Path(__file__).resolve().parents[2] / "src" / "rightsize"
 ENGINE = [*sorted((SRC / "probes").rglob("*.py")), SRC / "verbs" / "probes.py"]
 NAME = r"""["'](?:ecg|echo|concat|fused)["']"""
@@ -39,7 +40,7 @@ def test_probe_names_are_branched_on_only_in_the_registry():
                 'if self.name != "fused" or len(data) == 0:'):
         assert BRANCH.search(old), old
     assert not BRANCH.search('return {"echo": c, "ecg": g}')       # batch keys are fine
-    assert _hits(BRANCH, ENGINE) == []      # the registry is rightsize/probe_registry.py
+    assert _hits(BRANCH, ENGINE) == []      # the registry is rightsize/probes/registry.py
 
 
 def test_private_torch_apis_live_only_in_the_accelerators():
@@ -146,7 +147,7 @@ def test_accelerate_false_trains_every_probe_with_the_textbook_trainer(cohort):
     cfg = dataclasses.replace(small_train_config(epochs=3), accelerate=False)
     cfg = dataclasses.replace(cfg, echo=dataclasses.replace(cfg.echo, epochs=3),
                               concat=dataclasses.replace(cfg.concat, epochs=3))
-    for name in ("echo", "concat", "fused"):
+    for name in GRADIENT_TRAINED:
         on = train_seeds(name, cohort, dataclasses.replace(cfg, accelerate=True, seeds=2))
         off = train_seeds(name, cohort, dataclasses.replace(cfg, seeds=2))
         assert on[0].extra["accelerator"] != "none" and off[0].extra["accelerator"] == "none"
@@ -159,19 +160,19 @@ def test_accelerate_false_trains_every_probe_with_the_textbook_trainer(cohort):
 def test_an_accelerator_applies_only_where_every_unknown_key_has_its_default():
     defaults = {f.name: f.default for f in dataclasses.fields(FusedConfig)}
     settings = {**defaults, "probe": "fused", "ecg_tokens": 1}
-    assert accel.select(("fused_pooled",), settings, defaults).name == "fused_pooled"
-    assert accel.select(("fused_pooled",), {**settings, "ecg_tokens": 16}, defaults) is None
-    assert accel.select(("fused_pooled",), {**settings, "new_option": 2}, defaults) is None
-    assert accel.select(("fused_pooled",), {**settings, "new_option": 2},
+    assert accel.select(POOLED, settings, defaults).name == "fused_pooled"
+    assert accel.select(POOLED, {**settings, "ecg_tokens": 16}, defaults) is None
+    assert accel.select(POOLED, {**settings, "new_option": 2}, defaults) is None
+    assert accel.select(POOLED, {**settings, "new_option": 2},
                         {**defaults, "new_option": 2}).name == "fused_pooled"
-    assert accel.select(("fused_pooled",), settings, defaults, on=False) is None
+    assert accel.select(POOLED, settings, defaults, on=False) is None
     with accel.use(False):
-        assert accel.select(("fused_pooled",), settings, defaults) is None
-    assert accel.skipped(("fused_pooled",), settings, defaults) == ""
-    assert accel.skipped(("fused_pooled",), settings, defaults, on=False) == \
+        assert accel.select(POOLED, settings, defaults) is None
+    assert accel.skipped(POOLED, settings, defaults) == ""
+    assert accel.skipped(POOLED, settings, defaults, on=False) == \
         "fused_pooled switched off (train.accelerate: false)"
-    assert accel.skipped(("fused_pooled",), {**settings, "ecg_tokens": 16}, defaults) == \
-        "fused_pooled: needs " + accel.load("fused_pooled").precondition
+    assert accel.skipped(POOLED, {**settings, "ecg_tokens": 16}, defaults) == \
+        "fused_pooled: needs " + registry.accelerator("fused_pooled").precondition
     assert accel.skipped((), settings, defaults) == ""
 
 

@@ -1,14 +1,13 @@
 """Accelerators: every speed-up of the probe engine, behind this one boundary.
 
-A probe's model is its textbook forward (``rightsize.probes.<probe>``) trained by the one
+A probe's model is its textbook forward (``rightsize.probes.models.<probe>``) trained by the one
 loop (:mod:`rightsize.probes.engine.loop`) with autograd. An accelerator computes the same
 function faster for a special case, says when it applies, is chosen automatically, and is
 switched off with ``train.accelerate: false`` (:func:`use`). Two kinds:
 
-* **probe accelerators** (:class:`Accelerator`, listed in :data:`MODULES`), chosen per probe
-  by :func:`select` (the registry, :mod:`rightsize.probe_registry`, lists which a probe may
-  use): a replica trainer (``trainer``) and, for a torch probe, an inference forward
-  (``forward``);
+* **probe accelerators** (:class:`Accelerator`), declared per probe in its spec
+  (:mod:`rightsize.probes.registry`) and chosen by :func:`select`: a replica trainer
+  (``trainer``) and, for a torch probe, an inference forward (``forward``);
 * **kernel accelerators**, used by the textbook code and the probe accelerators alike:
   oneDNN routing of fp32 products (:mod:`.gemm`), torch's fused AdamW kernel (:mod:`.adamw`)
   and aten's GELU / layer-norm backward kernels (:mod:`.handgrad`). Each calls a private
@@ -32,18 +31,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from rightsize.probe_registry import resolve
-
 # Keys every accelerator understands (the input geometry; ECG tokens are each one's own test)
 GEOMETRY_KEYS = frozenset(("probe", "echo_dim", "ecg_dim", "pca_rank", "ecg_tokens", "ecg_pooling"))
-
-# name -> "module:attribute" of the :class:`Accelerator`
-MODULES = {
-    "echo_numpy": "rightsize.probes.accel.echo_numpy:ACCELERATOR",
-    "concat_stacked": "rightsize.probes.accel.concat_stacked:ACCELERATOR",
-    "fused_pooled": "rightsize.probes.accel.fused_step:POOLED",
-    "fused_tokens": "rightsize.probes.accel.fused_step:TOKENS",
-}
 
 _SWITCH = {"on": True}
 
@@ -86,11 +75,6 @@ class Accelerator:
     uses_torch: bool = True
 
 
-def load(name: str) -> Accelerator:
-    """The accelerator ``name`` (its module is imported here, not before)."""
-    return resolve(MODULES[name])
-
-
 def why_not(acc: Accelerator, settings: dict[str, Any], defaults: dict[str, Any]) -> str | None:
     """Why ``acc`` does not cover ``settings`` (one clause), or None when it does.
 
@@ -108,9 +92,13 @@ def why_not(acc: Accelerator, settings: dict[str, Any], defaults: dict[str, Any]
     return None
 
 
-def select(names: tuple[str, ...], settings: dict[str, Any], defaults: dict[str, Any],
+Declared = Callable[[], Accelerator]     # a probe spec's accelerator: imports it when called
+
+
+def select(declared: tuple[Declared, ...], settings: dict[str, Any], defaults: dict[str, Any],
            on: bool | None = None) -> Accelerator | None:
-    """The first accelerator of ``names`` that covers ``settings`` (:func:`why_not`), or None.
+    """The first of a probe's ``declared`` accelerators that covers ``settings``
+    (:func:`why_not`), or None; each is imported only once it is considered.
 
     ``settings`` are the probe's config block and architecture (keys and values); ``defaults``
     the config block's default values. Nothing applies where accelerators are off; ``on``
@@ -118,19 +106,20 @@ def select(names: tuple[str, ...], settings: dict[str, Any], defaults: dict[str,
     """
     if not (enabled() if on is None else on):
         return None
-    for name in names:
-        acc = load(name)
+    for load in declared:
+        acc = load()
         if why_not(acc, settings, defaults) is None:
             return acc
     return None
 
 
-def skipped(names: tuple[str, ...], settings: dict[str, Any], defaults: dict[str, Any],
-            on: bool | None = None) -> str:
-    """One line saying why none of ``names`` trains a probe with ``settings`` ("" when one
-    does, or the probe declares none)."""
-    if not names or select(names, settings, defaults, on) is not None:
+def skipped(declared: tuple[Declared, ...], settings: dict[str, Any],
+            defaults: dict[str, Any], on: bool | None = None) -> str:
+    """One line saying why none of ``declared`` trains a probe with ``settings`` ("" when
+    one does, or the probe declares none)."""
+    if not declared or select(declared, settings, defaults, on) is not None:
         return ""
+    accs = [load() for load in declared]
     if not (enabled() if on is None else on):
-        return f"{', '.join(names)} switched off (train.accelerate: false)"
-    return "; ".join(f"{name}: {why_not(load(name), settings, defaults)}" for name in names)
+        return f"{', '.join(a.name for a in accs)} switched off (train.accelerate: false)"
+    return "; ".join(f"{a.name}: {why_not(a, settings, defaults)}" for a in accs)

@@ -1,6 +1,6 @@
 """One interface for every probe: architecture, fit (K seed replicas), load, input checks.
 
-An :class:`Estimator` is a probe's registry entry (:mod:`rightsize.probe_registry`) with
+An :class:`Estimator` is a probe's spec (:mod:`rightsize.probes.registry`) with
 the ``train`` config. ``fit`` trains K replicas and returns one :class:`FitResult` per
 seed, each holding a :class:`~rightsize.probes.engine.predict.Probe` (predict / mae / attention,
 saved and loaded by :mod:`rightsize.probes.engine.checkpoint`); train, evaluate, the
@@ -17,35 +17,20 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from rightsize import console
 from rightsize.errors import InputError
-from rightsize.probe_registry import Entry, entry, resolve
 from rightsize.probes import accel
 from rightsize.probes.engine.build import build_module, config_defaults
 from rightsize.probes.engine.config import SCHEDULE_KEYS, TrainConfig
 from rightsize.probes.engine.data import Moments, SplitData, Standardizer, ecg_tokens
+from rightsize.probes.engine.fitted import FitResult
 from rightsize.probes.engine.loop import train as train_loop
 from rightsize.probes.engine.predict import Probe
 from rightsize.probes.engine.runlog import RunLog
-
-
-@dataclass
-class FitResult:
-    """A trained replica and how it got there."""
-
-    probe: Probe
-    arch: dict[str, Any]
-    best_epoch: int
-    epochs: int
-    steps: int                       # optimizer steps taken (1 for a closed-form probe)
-    train_loss: list[float]          # per epoch, standardized MSE
-    val_loss: list[float]
-    val_mae: float                   # best epoch, percent
-    train_mae: float                 # best epoch, percent
-    extra: dict[str, Any] = field(default_factory=dict)
+from rightsize.probes.registry import ProbeSpec, spec
 
 
 @dataclass(frozen=True)
@@ -70,8 +55,8 @@ class Estimator:
 
     def __init__(self, name: str, cfg: TrainConfig, device: str = "cpu") -> None:
         self.name, self.cfg, self.device = name, cfg, device
-        self.entry: Entry = entry(name)
-        self.probe_config = getattr(cfg, name)
+        self.spec: ProbeSpec = spec(name)
+        self.probe_config = self.spec.block(cfg)
 
     def arch(self, data: SplitData) -> dict[str, Any]:
         """The JSON-able architecture of a model for ``data``'s input geometry: the probe,
@@ -84,7 +69,7 @@ class Estimator:
             if f.name not in SCHEDULE_KEYS:
                 arch[f.name] = getattr(self.probe_config, f.name)
         arch["ecg_tokens"] = ecg_tokens(data.ecg)
-        arch["ecg_pooling"] = self.entry.ecg_pooling
+        arch["ecg_pooling"] = self.spec.ecg_pooling
         return arch
 
     def accelerator(self, arch: dict[str, Any] | None = None) -> accel.Accelerator | None:
@@ -93,20 +78,20 @@ class Estimator:
         Without ``arch`` (before the data is read) the answer is the config's alone.
         """
         settings = {**asdict(self.probe_config), **(arch or {})}
-        return accel.select(self.entry.accelerators, settings, config_defaults(self.name),
+        return accel.select(self.spec.accelerators, settings, config_defaults(self.name),
                             on=self.cfg.accelerate)
 
     def skipped_accelerators(self, arch: dict[str, Any] | None = None) -> str:
         """Why none of the probe's declared accelerators applies ("" when one does, or the
         probe declares none): :func:`rightsize.probes.accel.skipped`."""
         settings = {**asdict(self.probe_config), **(arch or {})}
-        return accel.skipped(self.entry.accelerators, settings, config_defaults(self.name),
+        return accel.skipped(self.spec.accelerators, settings, config_defaults(self.name),
                              on=self.cfg.accelerate)
 
     @property
     def uses_torch(self) -> bool:
         """True when training or predicting this probe loads torch (False: numpy only)."""
-        if self.entry.closed_form:
+        if self.spec.closed_form:
             return False
         acc = self.accelerator()
         return acc is None or acc.uses_torch
@@ -120,11 +105,11 @@ class Estimator:
         """One replica per seed, trained on ``train``, each at its best ``val`` epoch;
         ``runlog`` receives replica 0's epochs."""
         std = Standardizer.fit(train.lvef)
-        if self.entry.closed_form:
-            fit = resolve(self.entry.closed_form)(self, train, val, std, runlog)
+        if self.spec.closed_form:
+            fit = self.spec.closed_form()(self, train, val, std, runlog)
             return [fit] * len(seeds)
         arch = self.arch(train)
-        moments = Moments.fit(train, self.cfg.pca_rank, ecg=self.entry.uses_ecg,
+        moments = Moments.fit(train, self.cfg.pca_rank, ecg=self.spec.uses_ecg,
                               threads=self.cfg.threads)
         acc = self.accelerator(arch)
         skipped = self.skipped_accelerators(arch)
