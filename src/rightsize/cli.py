@@ -5,8 +5,9 @@ verbs with ``set_defaults(func=...)``. Verb modules import only the standard lib
 module level, so ``rightsize scalars`` never pays for torch or pandas.
 
 Exit codes: 0 ok; 1 unexpected internal error (a bug); 2 bad input (file, flag, params key,
-permissions, a full disk: ``errors.NoSpaceError``, also for one met outside ``rightsize.atomic``); 3 integrity failure (checksum, CRC or unreadable path under ``--strict``); 4 bad
-data (schema, shape, values); 130 interrupted (SIGINT); 143 terminated (SIGTERM).
+permissions, a full disk: ``errors.NoSpaceError``, also one met outside ``rightsize.atomic``);
+3 integrity failure (checksum, CRC or unreadable path under ``--strict``); 4 bad data (schema,
+shape, values); 130 interrupted (SIGINT); 143 terminated (SIGTERM).
 """
 
 from __future__ import annotations

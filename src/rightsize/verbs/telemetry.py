@@ -215,14 +215,19 @@ def run_telemetry(args: argparse.Namespace) -> int:
     from rightsize import atomic
     from rightsize.reporting.cost_text import render_report, render_runs
     from rightsize.telemetry.cost_report import cost_reports, live_tails
-    from rightsize.telemetry.scalars import read_scalars, unreadable_error
+    from rightsize.telemetry.scalars import NothingReadable, read_scalars, unreadable_error
     from rightsize.verbs.scalars import files_progress
 
     cfg = _config(args)
     atomic.check_writable(args.json, args.val_csv, args.headline)
     root = Path(args.run_dir)
-    with files_progress(args.run_dir) as on_file:
-        table = read_scalars(root, strict=False, on_file=on_file)
+    try:
+        with files_progress(args.run_dir) as on_file:
+            table = read_scalars(root, strict=False, on_file=on_file)
+    except NothingReadable as exc:
+        if args.strict:
+            raise unreadable_error(root, exc.unreadable) from None
+        raise
     if not table.files:
         raise InputError(f"{root}: no event files (events.out.tfevents.*) found")
     if args.strict and table.unreadable:
