@@ -58,7 +58,8 @@ def string_array(items: list[str]) -> pa.Array:
 class Problem:
     """One damaged region of an event file.
 
-    ``kind`` is one of ``payload_crc``, ``length_crc``, ``truncated_header``,
+    ``kind`` is one of ``payload_crc``, ``length_crc``, ``bad_length`` (a valid header whose
+    length runs past the end of the file, valid records after it), ``truncated_header``,
     ``truncated_payload``, ``undecodable`` (CRC fine, protobuf not). ``offset`` is where the
     damaged record starts; ``bytes_skipped`` how many bytes were not read as records.
     """

@@ -82,6 +82,9 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     g.add_argument("--val-tag", metavar="TAG", help="per-epoch tag (default: detected)")
     g.add_argument("--gap-s", type=_pos_float, metavar="S",
                    help="deltas >= S seconds are pauses (default 600)")
+    g.add_argument("--epoch-from", choices=("records", "val"), default=None,
+                   help="steps per epoch from records / batch (default; the val spacing "
+                        "must agree) or from the val tag's spacing")
     g.add_argument("--best", choices=("min", "max"), help="best epoch minimises (default) or "
                    "maximises the val tag")
     g.add_argument("--target-epochs", type=_pos_int, metavar="E",
@@ -206,7 +209,7 @@ def _config(args: argparse.Namespace) -> Any:
     flags = {k: getattr(args, k) for k in (
         "train_records", "global_batch", "gpus", "drop_last", "step_tag", "val_tag", "gap_s",
         "base_records", "base_units", "records", "epochs", "flops_per_unit", "peak_tflops",
-        "best", "target_epochs")}
+        "best", "target_epochs", "epoch_from")}
     return resolve(flags, run_params, gap)
 
 
