@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+import pyarrow.parquet as pq
 import pytest
 from fault_helpers import rightsize
 
@@ -36,6 +37,10 @@ def record_offsets(data: bytes) -> list[int]:
 def test_an_oversized_length_with_a_valid_crc_is_damage_not_a_live_tail(sandbox):
     run = sandbox / "run"
     path = write_run(run, steps=1000)
+    ea = pytest.importorskip("tensorboard.backend.event_processing.event_accumulator")
+    acc = ea.EventAccumulator(str(run), size_guidance={"scalars": 0})
+    acc.Reload()                                   # the oracle reads the file intact
+    intact = [e.step for e in acc.Scalars("Loss/train_step")]
     data = bytearray(path.read_bytes())
     at = record_offsets(bytes(data))[200]          # record 200 of 1,001 (header first)
     length = LENGTH.pack(len(data) * 4)            # far past the end; its CRC made valid
@@ -46,6 +51,8 @@ def test_an_oversized_length_with_a_valid_crc_is_damage_not_a_live_tail(sandbox)
     assert res.rc == 0, res.err
     summary = json.loads(res.out)
     assert summary["points"] == 999                # one record lost, not 800
+    steps = pq.read_table(sandbox / "s.parquet").column("step").to_pylist()
+    assert steps == [s for s in intact if s != 200]
     assert summary["problem_kinds"] == {"bad_length": 1}
     assert f"bad_length at byte {at}" in res.err
 

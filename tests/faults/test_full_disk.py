@@ -66,7 +66,7 @@ def test_telemetry_json_on_a_full_disk_exits_2(disk, sandbox):
     event_file(sandbox / "run", steps=200)
     fill(disk)
     out = disk / "t.json"
-    no_space(rightsize(["telemetry", sandbox / "run", "--train-records", "100",
+    no_space(rightsize(["telemetry", sandbox / "run", "--train-records", "25",
                         "--global-batch", "5", "--json", out]), out)
     assert sorted(p.name for p in disk.iterdir()) == ["filler"]
 

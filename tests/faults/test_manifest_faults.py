@@ -15,7 +15,7 @@ import subprocess
 import pytest
 from fault_helpers import event_file, rightsize
 
-GEOMETRY = ["--train-records", "100", "--global-batch", "5"]
+GEOMETRY = ["--train-records", "25", "--global-batch", "5"]   # val every 5 steps
 HANG_S = 20.0          # a reader that opens a FIFO blocks for ever: killed, the test fails
 
 
