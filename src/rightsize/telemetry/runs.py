@@ -252,7 +252,10 @@ def list_tree(root: str | os.PathLike[str], links: Links = "files") -> Listing:
                 elif is_event_file(e.name) and e.is_file(follow_symlinks=False):
                     files.append(r)
                 elif is_event_file(e.name):
-                    why = not_regular(e.stat(follow_symlinks=False).st_mode)
+                    try:
+                        why = not_regular(e.stat(follow_symlinks=False).st_mode)
+                    except OSError:                  # gone since the listing
+                        continue
                     special.append(Unreadable(_join(base, r), "file", why or "special"))
                 continue
             try:
