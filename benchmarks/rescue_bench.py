@@ -20,8 +20,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from telemetry_account_bench import CHILD, RAMPNET  # noqa: E402
-
 from _measure import (  # noqa: E402
     REPO,
     Measurement,
@@ -32,6 +30,9 @@ from _measure import (  # noqa: E402
     run_process,
     source_sides,
 )
+
+RAMPNET = REPO.parent / "shared" / "telemetry" / "rampnet1_stage2"
+CHILD = "import sys; from rightsize.cli import main; sys.exit(main(sys.argv[1:]))"
 
 GOAL = 1.20
 

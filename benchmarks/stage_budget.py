@@ -2,7 +2,7 @@
 
 Run as a child of ``probes_e2e_bench.py``::
 
-    python benchmarks/stage_budget.py JSON_OUT train fused --params params.yaml ...
+    python benchmarks/stage_budget.py JSON_OUT [--os-exit] train fused --params params.yaml ...
 
 It runs ``rightsize.cli.main`` on the remaining arguments, exactly as the console script
 does, and attributes the in-process wall time to phases without changing the code it
@@ -19,6 +19,7 @@ Standard library only at import, so the wrapper itself costs nothing measurable.
 
 from __future__ import annotations
 
+import argparse
 import builtins
 import json
 import sys
@@ -114,9 +115,17 @@ def main() -> int:
     ``--os-exit`` before ARGS ends the process the way a console script whose entry point
     is ``rightsize.cli.console_main`` does (flush, then ``os._exit``, no module teardown).
     """
-    out_path, argv = sys.argv[1], sys.argv[2:]
-    os_exit = argv[:1] == ["--os-exit"]
-    argv = argv[1:] if os_exit else argv
+    ap = argparse.ArgumentParser(description="Run one rightsize command with phase timers; "
+                                             "write the phases as JSON to OUT.")
+    ap.add_argument("out", metavar="OUT", help="JSON file to write the phases to")
+    ap.add_argument("--os-exit", action="store_true",
+                    help="end like the console script (flush, os._exit, no teardown)")
+    ap.add_argument("argv", nargs=argparse.REMAINDER, metavar="ARGS",
+                    help="the rightsize command line, e.g. train fused --params params.yaml")
+    args = ap.parse_args()
+    out_path, argv, os_exit = args.out, args.argv, args.os_exit
+    if argv[:1] == ["--os-exit"]:              # REMAINDER takes it when it follows OUT
+        os_exit, argv = True, argv[1:]
     t0 = time.perf_counter()
     builtins.__import__ = _timed_import
     rc = 1

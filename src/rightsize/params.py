@@ -6,12 +6,16 @@ params files themselves: verbs call :func:`load_block` and pass the dataclass on
 
 Whatever block a verb reads, the whole file is checked for what no block's schema can
 catch: a key written twice in one mapping (YAML would silently keep the last), a top-level
-key that is no stage's block (:data:`BLOCKS`), and bytes that are not UTF-8.
+key that is no stage's block (:data:`BLOCKS`), bytes that are not UTF-8, a run name under
+``telemetry.runs`` that is not :data:`RUN_NAME` (names become file names), and YAML aliases
+(``*name``): a few nested aliases expand to billions of nodes (an "alias bomb"), and DVC's
+``-S key=value`` edits one copy of an aliased value, so params are written out in full.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
 import types
 import typing
 from collections.abc import Sequence
@@ -37,6 +41,25 @@ BLOCKS = (
     "report",
 )
 
+# A run name becomes file names (metrics/telemetry/<name>.json, reports/figures/<name>_*.png)
+# and report text: letters, digits, dot, underscore and dash only, and no leading dot.
+RUN_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")
+
+
+def check_run_name(name: object, key: str) -> None:
+    """Raise a ParamsError naming ``key`` unless ``name`` is a :data:`RUN_NAME`."""
+    if not isinstance(name, str) or RUN_NAME.fullmatch(name) is None:
+        raise ParamsError(f"{key}: run name {name!r} must be letters, digits, '.', '_' or '-' "
+                          "(not starting with '.'); it becomes file names")
+
+
+def _check_run_names(data: dict[str, Any], path: Path) -> None:
+    telemetry = data.get("telemetry")
+    runs = telemetry.get("runs") if isinstance(telemetry, dict) else None
+    if isinstance(runs, dict):
+        for name in runs:
+            check_run_name(name, f"{path}: telemetry.runs")
+
 
 def _refuse_duplicates(node: Any, path: Path, where: str = "") -> None:
     """Walk a composed YAML node tree; a key given twice in one mapping is a ParamsError
@@ -60,6 +83,18 @@ def _refuse_duplicates(node: Any, path: Path, where: str = "") -> None:
             _refuse_duplicates(value, path, f"{where}[{i}]")
 
 
+def _refuse_aliases(text: str, path: Path, loader: Any) -> None:
+    """A YAML alias anywhere in ``text`` is a ParamsError naming its line (checked on the
+    parser's event stream, linear in the text, before anything is expanded)."""
+    import yaml
+
+    for event in yaml.parse(text, Loader=loader):
+        if isinstance(event, yaml.AliasEvent):
+            raise ParamsError(f"{path}:{event.start_mark.line + 1}: YAML alias "
+                              f"*{event.anchor} is not allowed in a params file; write the "
+                              "value out in full")
+
+
 def load_params(path: str | Path) -> dict[str, Any]:
     """Read a params YAML file into a dict (errors name the file, and the key or line)."""
     import yaml
@@ -78,6 +113,7 @@ def load_params(path: str | Path) -> dict[str, Any]:
     # params.yaml (every verb reads it; rightsize.cli checks train.probes in it first)
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
+        _refuse_aliases(text, p, loader)
         _refuse_duplicates(yaml.compose(text, Loader=loader), p)
         data = yaml.load(text, Loader=loader)
     except yaml.YAMLError as exc:
@@ -88,6 +124,7 @@ def load_params(path: str | Path) -> dict[str, Any]:
     if unknown:
         raise ParamsError(f"{p}: unknown top-level key {unknown[0]!r} (known: "
                           f"{', '.join(BLOCKS)})")
+    _check_run_names(data, p)
     return data
 
 

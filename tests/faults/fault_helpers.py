@@ -53,10 +53,11 @@ def _env(home: Path | None = None) -> dict[str, str]:
 
 
 def rightsize(args: list[str], *, user: list[str] | None = None, cwd: Path | None = None,
-              home: Path | None = None) -> Result:
-    """Run ``rightsize ARGS`` in a subprocess (prefixed by ``user``, e.g. setpriv)."""
+              home: Path | None = None, timeout: float = TIMEOUT) -> Result:
+    """Run ``rightsize ARGS`` in a subprocess (prefixed by ``user``, e.g. setpriv); a run
+    past ``timeout`` seconds is killed and fails the test (``subprocess.TimeoutExpired``)."""
     done = subprocess.run([*(user or []), *ENTRY, *map(str, args)], cwd=cwd,
-                          env=_env(home), capture_output=True, text=True, timeout=TIMEOUT,
+                          env=_env(home), capture_output=True, text=True, timeout=timeout,
                           stdin=subprocess.DEVNULL)
     return Result(done.returncode, done.stdout, done.stderr)
 

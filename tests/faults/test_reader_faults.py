@@ -11,7 +11,7 @@ import struct
 import pytest
 from fault_helpers import event_file, rightsize
 
-GEOMETRY = ["--train-records", "100", "--global-batch", "5"]
+GEOMETRY = ["--train-records", "25", "--global-batch", "5"]   # val every 5 steps
 
 
 @pytest.fixture

@@ -14,7 +14,8 @@ def test_no_metrics_at_all_says_not_run(tmp_path):
     md, html = built.md, built.html
     assert "Not run: metrics/telemetry/demo.json is missing" in md
     assert "Not run: metrics/sizing.json is missing" in md
-    assert "Not run: no metrics/eval/<probe>.json" in md
+    # report.md writes '<' as '&lt;' (raw '<probe>' would render as an HTML tag and vanish)
+    assert "Not run: no metrics/eval/&lt;probe>.json" in md
     assert "Not run: metrics/missing/fused.json is missing" in md
     assert "Not run: metrics/footprint.json is missing" in md
     assert "<img" not in html and "http://" not in html and "https://" not in html

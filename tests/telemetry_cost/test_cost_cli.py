@@ -47,14 +47,18 @@ def test_outputs_json_csv_and_stdout(demo, tmp_path, capsys):
 def test_explicit_flags_win_over_params(demo, tmp_path, capsys):
     run, _ = demo
     out = tmp_path / "r.json"
-    assert main(["telemetry", str(run), "--params", str(PARAMS), "--run", "demo",
-                 "--global-batch", "64", "--gap-s", "1e9", "--json", str(out)]) == 0
+    args = ["telemetry", str(run), "--params", str(PARAMS), "--run", "demo",
+            "--global-batch", "64", "--gap-s", "1e9", "--json", str(out)]
+    assert main(args) == 4                         # 3 val points 3000 apart; records say 1500
+    err = err_lines(capsys)
+    assert len(err) == 1 and "gives 3000 steps/epoch, but 96000 records / batch 64" in err[0]
+    assert "give 1500" in err[0] and not out.exists()
+    assert main([*args, "--epoch-from", "val"]) == 0
     doc = json.loads(out.read_text())
     assert doc["global_batch"] == 64 and doc["gpus"] == 8 and doc["gap_s"] == 1e9
     assert doc["steps_per_epoch_from_records"] == 1500 and doc["steps_per_epoch"] == 3000
     assert doc["step_time_s"]["dropped"] == 0
-    err = err_lines(capsys)
-    assert len(err) == 1 and "gives 3000 steps/epoch" in err[0] and "1500" in err[0]
+    assert err_lines(capsys) == []
 
 
 def test_params_errors_name_the_key(demo, tmp_path, capsys):

@@ -79,15 +79,25 @@ def test_best_max_picks_highest(make_table):
     assert (r["best_epoch"], r["best_val"]) == (1, 0.9)
 
 
-def test_records_fallback_and_disagreement_warning(make_table):
-    a = seg(list(range(1, 11)), [float(s) for s in range(1, 11)])
+def test_records_win_and_val_spacing_only_confirms(make_table):
+    a = seg(list(range(1, 13)), [float(s) for s in range(1, 13)])
     r = cost_report(make_table([a]), cfg(train_records=45, drop_last=False))
     assert r["val_tag"] is None and r["steps_per_epoch_from_val"] is None
     assert r["steps_per_epoch"] == r["steps_per_epoch_from_records"] == 5
+    # val every 3 steps, records give 4 (drop_last) or 5: within rounding of 4, silently 4
     b = {"points": a["points"] + [(V, 3, 3.5, 1.0), (V, 6, 6.5, 1.0), (V, 9, 9.5, 1.0)]}
     r = cost_report(make_table([b]), cfg(train_records=45, drop_last=True))
-    assert r["steps_per_epoch"] == 3 and r["steps_per_epoch_from_records"] == 4
-    assert len(r["warnings"]) == 1 and "gives 3 steps/epoch" in r["warnings"][0]
+    assert r["steps_per_epoch"] == r["steps_per_epoch_from_records"] == 4
+    assert r["steps_per_epoch_from_val"] == 3 and r["warnings"] == []
+    with pytest.raises(DataError, match="spacing over 3 points gives 3 steps/epoch, but 45 "
+                                        r"records / batch 9 \(keep_last\) give 5"):
+        cost_report(make_table([b]), cfg(train_records=45, drop_last=False, global_batch=9))
+    r = cost_report(make_table([b]), cfg(train_records=45, global_batch=9, epoch_from="val"))
+    assert r["steps_per_epoch"] == 3 and r["warnings"] == []
+    # two val points are no evidence: records win, whatever their spacing says
+    c = {"points": a["points"] + [(V, 6, 6.5, 1.0), (V, 12, 12.5, 1.0)]}
+    r = cost_report(make_table([c]), cfg(train_records=45, global_batch=9, drop_last=False))
+    assert r["steps_per_epoch"] == 5 and r["steps_per_epoch_from_val"] == 6
 
 
 @pytest.mark.parametrize(("n", "b", "drop", "want"),

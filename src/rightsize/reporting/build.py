@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rightsize import atomic
+from rightsize.errors import DataError
 from rightsize.reporting.config import ReportSettings
 from rightsize.reporting.doc import Block, Figure, Heading, Para, VerdictItem
 from rightsize.reporting.load import ReportInputs, load_inputs
@@ -70,6 +71,8 @@ def build_report(settings: ReportSettings, metrics_dir: str | Path, out_dir: str
     for b in blocks:
         if isinstance(b, Figure):
             path = fig_dir / f"{b.name}.png"
+            if "/" in b.name or b.name.startswith("."):    # names come from run names
+                raise DataError(f"figure name {b.name!r}: not a plain file name")
             atomic.write_bytes(path, b.png)
             written.append(path)
     if fig_dir.is_dir():

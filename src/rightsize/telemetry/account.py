@@ -14,7 +14,11 @@ Definitions (in the order a reader meets them):
   again after a restart); the rest is ``useful_steps``. A delta covering both is split by
   its share of steps;
 * ``waiting`` is calendar time inside no segment's span (first event to last event): queue
-  waits between launches, and launches that died before their first step.
+  waits between launches, and launches that died before their first step;
+* a *clock jump*: the wall time going back between two logged steps of one file (an NTP
+  step, a host whose clock was reset). The time across it is unknown: it counts as zero, never
+  negative, in the segment's active time and in compute (the cost report warns, naming the
+  file and the step).
 
 The six parts add up to ``calendar_hours`` whenever segments do not overlap in time (one
 process writing at a time). When they do, the overlap is counted twice and the account says
@@ -53,11 +57,14 @@ class Segment:
     max_step: int
     prior_max: int | None    # highest step run by segments that started earlier
     points: int = 0          # logged step-tag points of the launch
+    clock_back: float = 0.0  # seconds the wall clock went back between its logged steps
+    first_jump_step: int | None = None   # the step logged after the first clock jump back
 
     @property
     def active(self) -> float:
-        """Seconds from first to last logged step."""
-        return self.last_wall - self.first_wall
+        """Seconds from first to last logged step, a clock jump back not counted against
+        it (the time across a jump is unknown, never negative)."""
+        return self.last_wall - self.first_wall + self.clock_back
 
 
 @dataclass(frozen=True)
@@ -120,13 +127,17 @@ def _segments(launches: list[tuple[int, FileInfo]], s: Series
         hi = max(float(wall[b]), float(wall[a:b + 1].max()))
         start = lo if fi is None or fi.first_wall_time is None else min(fi.first_wall_time, lo)
         end = hi if fi is None or fi.last_wall_time is None else max(fi.last_wall_time, hi)
+        dw = np.diff(wall[a:b + 1])
+        back = np.flatnonzero(dw < 0)
+        jump = (float(-dw[back].sum()), int(step[a + 1 + back[0]])) if back.size else (0.0, None)
         rows.append((float(wall[a]), f, start, end, float(wall[b]), int(step[a]),
-                     int(step[b]), int(mx), b - a + 1))
-    rows.sort()
+                     int(step[b]), int(mx), b - a + 1, jump))
+    rows.sort(key=lambda r: r[:9])
     segs: list[Segment] = []
     running: int | None = None
-    for first_wall, f, start, end, last_wall, s0, s1, mx, n in rows:
-        segs.append(Segment(f, start, end, first_wall, last_wall, s0, s1, mx, running, n))
+    for first_wall, f, start, end, last_wall, s0, s1, mx, n, (back_s, at) in rows:
+        segs.append(Segment(f, start, end, first_wall, last_wall, s0, s1, mx, running, n,
+                            back_s, at))
         running = mx if running is None else max(running, mx)
     return segs, step, wall, file
 
@@ -170,7 +181,7 @@ def account(launches: list[tuple[int, FileInfo]], s: Series, gap_s: float) -> Ac
     """Split the run's calendar into the six parts (see the module docs)."""
     segs, step, wall, file = _segments(launches, s)
     d = _deltas(segs, step, wall, file, gap_s)
-    compute = np.where(d.pause, 0.0, d.dwall)
+    compute = np.where(d.pause | (d.dwall < 0), 0.0, d.dwall)    # a clock jump back: 0
     starts = [f.first_wall_time for _, f in launches if f.first_wall_time is not None]
     ends = [f.last_wall_time for _, f in launches if f.last_wall_time is not None]
     starts += [sg.start for sg in segs]

@@ -5,24 +5,26 @@ The rules are those of :mod:`rightsize.telemetry.cost`; projection and MFU come 
 nested) scalar so DVC's metrics tables show it; lists (``val_curve``, ``segment_table``,
 ``damage``, ``warnings``) are extras for people and plots (DVC drops them).
 
-Keys: ``step_tag``/``val_tag`` (used); ``step_time_s.{median,p25,p75,n,dropped,logged}``
-(kept per-step seconds; ``n + dropped == logged``); ``steps_per_epoch`` (from the val tag's
-spacing when it has one, else from records) with ``steps_per_epoch_from_val`` and
-``steps_per_epoch_from_records``; ``epoch_hours`` (steps/epoch x median / 3600) and
-``gpu_hours_per_epoch``; ``max_step``; ``epochs_run`` (steps done / steps per epoch) and
-``val_epochs`` (distinct val points); ``active_hours`` (sum over segments of first to last
-logged training step, as the RampNet write-up counts active compute), ``startup_hours`` and
-``tail_hours`` (per segment: first event to first step, last step to last event; summed),
-``calendar_hours`` (first to last event over all launches) and ``calendar_overhead`` (their
-ratio); ``account`` (where every calendar hour went, :mod:`rightsize.telemetry.account`);
-``checkpoints`` (restarts, checkpoint interval and write cost, Young/Daly:
-:mod:`rightsize.telemetry.checkpoints`); ``epochs_after_best`` and
-``compute_hours_after_best``; ``eta`` with a target epoch count (:mod:`rightsize.telemetry.eta`);
-``partial_tail_bytes`` (an unfinished last record at the end of the newest file: a live file,
-not damage); ``launches``, ``segments``, ``header_only_files``;
-``relogged_steps`` (step-tag rows superseded by a later logging of the same step);
-``best_epoch``/``best_val``; ``damaged_records``/``damaged_bytes``; the geometry used;
-``units_per_s``, ``achieved_tflops_per_gpu`` and ``mfu`` with FLOPs given; ``projection``.
+Keys: ``step_tag``/``val_tag`` (used); ``step_time_s.{median,p25,p75,n,dropped,logged}`` (kept
+per-step seconds; ``n + dropped == logged``); ``steps_per_epoch`` (records / batch, the loader
+arithmetic; the val tag's spacing, from 3 val points or more, must agree within drop_last
+rounding or the report is a DataError naming both, unless ``epoch_from`` is ``val``) with
+``steps_per_epoch_from_val`` and ``steps_per_epoch_from_records``; ``epoch_hours`` (steps/epoch
+x median / 3600) and ``gpu_hours_per_epoch``; ``max_step``; ``epochs_run`` (steps done / steps
+per epoch) and ``val_epochs`` (distinct val points); ``active_hours`` (sum over segments of
+first to last logged training step, as the RampNet write-up counts active compute),
+``startup_hours`` and ``tail_hours`` (per segment: first event to first step, last step to last
+event; summed), ``calendar_hours`` (first to last event over all launches) and
+``calendar_overhead`` (their ratio); ``account`` (where every calendar hour went,
+:mod:`rightsize.telemetry.account`); ``checkpoints`` (restarts, checkpoint interval and write
+cost, Young/Daly: :mod:`rightsize.telemetry.checkpoints`); ``epochs_after_best`` and
+``compute_hours_after_best``; ``eta`` with a target epoch count
+(:mod:`rightsize.telemetry.eta`); ``partial_tail_bytes`` (an unfinished last record at the end
+of the newest file: a live file, not damage); ``launches``, ``segments``,
+``header_only_files``; ``relogged_steps`` (step-tag rows superseded by a later logging of the
+same step); ``best_epoch``/``best_val``; ``damaged_records``/``damaged_bytes``; the geometry
+used; ``units_per_s``, ``achieved_tflops_per_gpu`` and ``mfu`` with FLOPs given;
+``projection``.
 """
 
 from __future__ import annotations
@@ -61,6 +63,36 @@ def _check_tag(tag: str, series: dict[str, cost.Series], flag: str, run: str) ->
                          f"(tags: {', '.join(sorted(series))})")
 
 
+MIN_VAL_POINTS = 3      # val points whose spacing may confirm the loader arithmetic
+ROUNDING_STEPS = 1      # drop_last vs keep_last: floor or ceil of records / batch
+
+
+def _steps_per_epoch(run: str, val_tag: str | None, from_val: int | None, n_val: int,
+                     from_records: int, cfg: CostReportConfig, warnings: list[str]) -> int:
+    """Steps per epoch: the loader arithmetic (records / batch) unless ``cfg.epoch_from`` is
+    ``"val"``. The val tag's spacing only confirms it, and only from :data:`MIN_VAL_POINTS`
+    val points or more; a disagreement beyond drop_last rounding (:data:`ROUNDING_STEPS`) is
+    a :class:`DataError` naming both figures."""
+    geometry = (f"{cfg.train_records} records / batch {cfg.global_batch} "
+                f"({'drop_last' if cfg.drop_last else 'keep_last'}) give {from_records}")
+    if cfg.epoch_from == "val":
+        if from_val is None:
+            raise DataError(f"run {run!r}: epoch_from val, but "
+                            f"{'no per-epoch tag' if val_tag is None else val_tag} gives no "
+                            f"regular spacing; {geometry}")
+        if n_val < MIN_VAL_POINTS:
+            warnings.append(f"run {run!r}: steps per epoch {from_val} from the spacing of "
+                            f"{n_val} {val_tag} point(s) only (epoch_from val); {geometry}")
+        return from_val
+    if from_val is None or n_val < MIN_VAL_POINTS or abs(from_val - from_records) <= \
+            ROUNDING_STEPS:
+        return from_records
+    raise DataError(f"run {run!r}: {val_tag} spacing over {n_val} points gives {from_val} "
+                    f"steps/epoch, but {geometry}; fix the geometry (--train-records, "
+                    "--global-batch, --drop-last) or count epochs by the val tag "
+                    "(--epoch-from val)")
+
+
 def cost_report(table: ScalarTable, cfg: CostReportConfig,
                 run: str | None = None) -> dict[str, Any]:
     """The cost report of ``run`` (the only run when None); see the module docs for keys."""
@@ -95,13 +127,8 @@ def cost_report(table: ScalarTable, cfg: CostReportConfig,
     from_records = cost.steps_per_epoch_from_records(cfg.train_records, cfg.global_batch,
                                                      cfg.drop_last)
     from_val = cost.epoch_spacing(series[val_tag].step, base) if val_tag else None
-    spe = from_val if from_val is not None else from_records
-    if from_val is not None and from_val != from_records:
-        warnings.append(
-            f"run {run!r}: {val_tag} spacing gives {from_val} steps/epoch but "
-            f"{cfg.train_records} records / batch {cfg.global_batch} "
-            f"({'drop_last' if cfg.drop_last else 'keep_last'}) gives {from_records}; "
-            f"using {from_val}")
+    n_val = int(np.unique(series[val_tag].step).size) if val_tag else 0
+    spe = _steps_per_epoch(run, val_tag, from_val, n_val, from_records, cfg, warnings)
 
     max_step = int(s.step.max())
     epoch_hours = None if median is None else spe * median / 3600.0
@@ -112,6 +139,11 @@ def cost_report(table: ScalarTable, cfg: CostReportConfig,
     lasts = [f.last_wall_time for _, f in launches if f.last_wall_time is not None]
     calendar_s = (max(lasts) - min(firsts)) if firsts and lasts else None
     overhead = calendar_s / active_s if calendar_s is not None and active_s > 0 else None
+    for sg in acc.segments:
+        if sg.clock_back > 0:
+            warnings.append(f"{table.files[sg.file].path}: wall time goes back "
+                            f"{sg.clock_back:.3g} s at step {sg.first_jump_step} (a clock "
+                            "jump); the time across it is not counted")
     if acc.overlap > 1.0:
         warnings.append(f"run {run!r}: segments overlap in time by {acc.overlap / 3600:.3g} h "
                         "(two processes logging at once); the account counts it twice")

@@ -8,8 +8,12 @@ inside a good record or inside exactly one reported :class:`~rightsize.telemetry
 * ``length_crc``: the 12-byte header does not validate, so its length cannot be trusted;
   the reader resynchronises at the next offset whose header *and* payload CRC validate
   (``bytes_skipped`` is the distance; to the end of the file when there is none);
+* ``bad_length``: the header validates but its length runs past the end of the file while
+  valid records follow it (a flipped length bit whose CRC happens to hold, or a forged one):
+  damage, resynchronised like ``length_crc``;
 * ``truncated_header`` / ``truncated_payload``: the file ends inside a header, or inside a
-  payload or footer; the remaining bytes are reported.
+  payload or footer (nothing valid after the header: the unfinished last record of a file
+  still being written); the remaining bytes are reported.
 
 Speed: the walk is one tight loop (header checks cached per distinct header) that, once it
 has seen a few clean records, predicts that their size pattern repeats and accepts runs of
@@ -184,6 +188,12 @@ def scan_segments(data: Buffer, file: str = "", *, strict: bool = False,
                 headers[h] = length
             end = o + 16 + length
             if end > n:
+                q = resync(data, arr, o + 1)
+                if q < n:               # whole records follow: the length lies, not a live tail
+                    problems.append(Problem(file, o, "bad_length", q - o))
+                    o = q
+                    walked = 0
+                    continue
                 problems.append(Problem(file, o, "truncated_payload", n - o))
                 o = n
                 break

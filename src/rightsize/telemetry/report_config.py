@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 
 from rightsize.params import require
 
+EPOCH_FROM = ("records", "val")    # where steps per epoch come from
+
 
 @dataclass(frozen=True)
 class ProjectionConfig:
@@ -43,9 +45,12 @@ class CostReportConfig:
     projection: ProjectionConfig | None = None
     best: str = "min"                  # "min" (a loss) or "max" (a score) picks the best epoch
     target_epochs: int | None = None   # ETA: steps and hours left to reach this many epochs
+    epoch_from: str = "records"        # "records": records / batch; "val": the val spacing
 
     def validate(self) -> None:
         """Raise ``ParamsError`` naming the flag that is out of range."""
+        require(self.epoch_from in EPOCH_FROM, "--epoch-from",
+                f"must be records or val, got {self.epoch_from!r}")
         check_positive_int(self.train_records, "--train-records")
         check_positive_int(self.global_batch, "--global-batch")
         check_positive_int(self.gpus, "--gpus")
@@ -90,9 +95,12 @@ class RunParams:
     step_tag: str | None = None
     val_tag: str | None = None
     target_epochs: int | None = None
+    epoch_from: str | None = None      # None: records
 
     def validate(self, key: str) -> None:
         """Check ranges and that the projection keys come together."""
+        require(self.epoch_from is None or self.epoch_from in EPOCH_FROM, f"{key}.epoch_from",
+                f"must be records or val, got {self.epoch_from!r}")
         for name in ("train_records", "global_batch", "gpus"):
             v = getattr(self, name)
             require(v > 0, f"{key}.{name}", f"must be > 0, got {v}")
@@ -169,6 +177,7 @@ def resolve(flags: dict[str, object], run: RunParams | None = None,
         projection=projection,
         best=str(flags.get("best") or "min"),
         target_epochs=pick("target_epochs"),
+        epoch_from=str(pick("epoch_from", "records")),
     )
     cfg.validate()
     return cfg

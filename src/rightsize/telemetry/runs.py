@@ -13,17 +13,21 @@ TensorFlow's ``<ts>.<host>.profile-empty``).
 :func:`list_tree` is the one walk every reader and ``rescue`` share: hidden (dot) files and
 folders are not part of a run (they are temporary files, and the ``.partial-*`` folder a
 killed ``rightsize train`` leaves), every directory that cannot be listed is reported, and
-symbolic links are read, followed or only reported as the caller asks.
+symbolic links are read, followed or only reported as the caller asks. An event-file name
+that is not a regular file (a FIFO, a device, a socket) is reported and never opened:
+opening a FIFO blocks until something writes to it. :func:`open_regular` is the one way the
+readers open a file, so a path given directly or listed in ``SHA256SUMS`` gets the same check.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import BinaryIO, Literal
 
 from rightsize.errors import InputError
 
@@ -142,6 +146,45 @@ class CannotRead(Exception):
         return cls(Unreadable(str(path), "file", exc.strerror or str(exc)))
 
 
+_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"),
+          (stat.S_ISDIR, "a directory"))
+
+
+def not_regular(mode: int) -> str | None:
+    """Why a file of ``st_mode`` ``mode`` cannot be read as one (``"not a regular file: a
+    FIFO"``), or None for a regular file."""
+    if stat.S_ISREG(mode):
+        return None
+    kind = next((name for test, name in _KINDS if test(mode)), "special")
+    return f"not a regular file: {kind}"
+
+
+def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
+    """Open ``path`` for binary reading if it is a regular file (links followed).
+
+    Anything else raises ``OSError`` whose ``strerror`` says what it is, and a FIFO is never
+    opened: the ``stat`` comes first, and a FIFO swapped in after it is opened non-blocking,
+    seen by ``fstat`` and closed unread.
+    """
+    mode = os.stat(path).st_mode
+    if stat.S_ISDIR(mode):
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+    why = not_regular(mode)
+    if why is None:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        try:
+            why = not_regular(os.fstat(fd).st_mode)
+            if why is None:
+                os.set_blocking(fd, True)
+                return os.fdopen(fd, "rb")
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)
+    raise OSError(errno.EINVAL, why, str(path))
+
+
 @dataclass(frozen=True)
 class Link:
     """A symbolic link met while listing (``followed``: its target was read or descended)."""
@@ -158,6 +201,7 @@ class Listing:
     files: tuple[str, ...]
     links: tuple[Link, ...]
     unreadable: tuple[Unreadable, ...]
+    special: tuple[Unreadable, ...] = ()    # event-file names that are no regular file
 
 
 Links = Literal["report", "files", "follow"]
@@ -180,6 +224,7 @@ def list_tree(root: str | os.PathLike[str], links: Links = "files") -> Listing:
     files: list[str] = []
     found: list[Link] = []
     unreadable: list[Unreadable] = []
+    special: list[Unreadable] = []
     st = os.stat(base)
     seen = {(st.st_dev, st.st_ino)}
     stack = [""]
@@ -206,6 +251,12 @@ def list_tree(root: str | os.PathLike[str], links: Links = "files") -> Listing:
                     subdirs.append(r)
                 elif is_event_file(e.name) and e.is_file(follow_symlinks=False):
                     files.append(r)
+                elif is_event_file(e.name):
+                    try:
+                        why = not_regular(e.stat(follow_symlinks=False).st_mode)
+                    except OSError:                  # gone since the listing
+                        continue
+                    special.append(Unreadable(_join(base, r), "file", why or "special"))
                 continue
             try:
                 target_st = os.stat(e.path)
@@ -217,6 +268,9 @@ def list_tree(root: str | os.PathLike[str], links: Links = "files") -> Listing:
             if links == "files":
                 if not is_dir and target_st is not None and stat.S_ISREG(target_st.st_mode):
                     files.append(r)
+                elif not is_dir and target_st is not None:
+                    special.append(Unreadable(_join(base, r), "file",
+                                              not_regular(target_st.st_mode) or "special"))
                 continue
             follow = links == "follow" and target_st is not None
             if follow and is_dir:
@@ -232,7 +286,7 @@ def list_tree(root: str | os.PathLike[str], links: Links = "files") -> Listing:
             found.append(Link(r, os.readlink(e.path), follow))
         stack.extend(reversed(subdirs))
     return Listing(tuple(sorted(files)), tuple(sorted(found, key=lambda x: x.relpath)),
-                   tuple(unreadable))
+                   tuple(unreadable), tuple(sorted(special, key=lambda u: u.path)))
 
 
 @dataclass(frozen=True)
@@ -268,15 +322,16 @@ def scan(root: str | os.PathLike[str]) -> RunIndex:
         run = parent or "."
         runs.setdefault(run, []).append(EventFile(base / relpath, relpath, run,
                                                   parse_name(name)))
+    unreadable = listing.unreadable + listing.special
     if not runs:
-        if listing.unreadable:
-            first = listing.unreadable[0]
+        if unreadable:
+            first = unreadable[0]
             raise InputError(f"no event files under {root} that could be read; "
                              f"{first.message()}",
-                             details=[u.message() for u in listing.unreadable[1:]])
+                             details=[u.message() for u in unreadable[1:]])
         raise InputError(f"no event files under {root}")
     return RunIndex({run: sorted(files, key=_file_key) for run, files in sorted(runs.items())},
-                    listing.unreadable)
+                    unreadable)
 
 
 def discover(root: str | os.PathLike[str]) -> dict[str, list[EventFile]]:

@@ -27,8 +27,8 @@ from rightsize.errors import InputError, IntegrityError
 from rightsize.telemetry.events import SCALARS, FileEvents, TagIndex, decode_generic
 from rightsize.telemetry.fastpath import decode_simple
 from rightsize.telemetry.records import Buffer, scan_segments
-from rightsize.telemetry.runs import CannotRead, EventFile, Unreadable, scan
-from rightsize.telemetry.table import SCHEMA, FileInfo, Problem, ScalarTable
+from rightsize.telemetry.runs import CannotRead, EventFile, Unreadable, open_regular, scan
+from rightsize.telemetry.table import SCHEMA, FileInfo, Problem, ScalarTable, string_array
 
 log = logging.getLogger(__name__)
 
@@ -79,10 +79,11 @@ def decode_file(data: Buffer, file: str, tags: TagIndex, *, strict: bool = False
 def _opened(f: EventFile) -> Iterator[Buffer]:
     """The file's bytes: read for small files, memory-mapped for big ones.
 
-    An ``OSError`` opening or reading the file is raised as :class:`CannotRead`.
+    An ``OSError`` opening or reading the file, or a path that is not a regular file (a
+    FIFO is never opened), is raised as :class:`CannotRead`.
     """
     try:
-        with open(f.path, "rb") as fh:
+        with open_regular(f.path) as fh:
             size = os.fstat(fh.fileno()).st_size
             data = fh.read() if size < MMAP_BYTES else None
             mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if data is None else None
@@ -96,6 +97,16 @@ def _opened(f: EventFile) -> Iterator[Buffer]:
     finally:
         with contextlib.suppress(BufferError):   # numpy views may still hold it; GC closes
             mm.close()
+
+
+class NothingReadable(InputError):
+    """No event file under the root could be read (``unreadable`` lists why): exit 2, or
+    :func:`unreadable_error` where the caller is strict."""
+
+    def __init__(self, message: str, details: list[str], unreadable: tuple[Unreadable, ...]
+                 ) -> None:
+        super().__init__(message, details)
+        self.unreadable = unreadable
 
 
 def unreadable_error(root: str | os.PathLike[str], unreadable: tuple[Unreadable, ...],
@@ -188,8 +199,8 @@ def read_scalars(root: str | os.PathLike[str], tags: str | None = None,
         raise unreadable_error(root, tuple(unreadable))
     if not infos:
         lines = [u.message() for u in unreadable]
-        raise InputError(f"no event file under {root} could be read (first: {lines[0]})",
-                         details=lines[1:])
+        raise NothingReadable(f"no event file under {root} could be read (first: {lines[0]})",
+                              details=lines[1:], unreadable=tuple(unreadable))
     table = _build(cols, run_names, index.names)
     return ScalarTable(table, tuple(infos), tuple(problems), tuple(unreadable))
 
@@ -211,11 +222,7 @@ def _numeric(values: np.ndarray, typ: pa.DataType) -> pa.Array:
 
 def _strings(items: list[str]) -> pa.Array:
     """Arrow string array built from buffers (without ``pa.array``, which imports pandas)."""
-    encoded = [s.encode("utf-8") for s in items]
-    offsets = np.zeros(len(encoded) + 1, dtype=np.int32)
-    np.cumsum([len(b) for b in encoded], out=offsets[1:])
-    return pa.Array.from_buffers(pa.string(), len(encoded),
-                                 [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))])
+    return string_array(items)
 
 
 def _remap(codes: np.ndarray, remap: np.ndarray) -> np.ndarray:
@@ -250,19 +257,20 @@ def _build(cols: dict[str, list[np.ndarray]], runs: list[str], names: list[str])
 
 
 def write_table(table: ScalarTable | pa.Table, path: str | os.PathLike[str]) -> Path:
-    """Write the scalar columns atomically to ``path`` (``.parquet`` or ``.csv``).
+    """Write the scalar table atomically to ``path`` (``.parquet`` or ``.csv``).
 
-    CSV holds run and tag as plain strings. Raises :class:`~rightsize.errors.InputError` for
-    any other suffix.
+    ``file`` is the event file's path relative to the root read (:meth:`ScalarTable.to_arrow`),
+    dictionary-encoded in parquet like run and tag; CSV holds all three as plain strings.
+    Raises :class:`~rightsize.errors.InputError` for any other suffix.
     """
-    cols = table.columns if isinstance(table, ScalarTable) else table
+    cols = table.to_arrow() if isinstance(table, ScalarTable) else table
     target = Path(path)
     suffix = target.suffix.lower()
     if suffix == ".parquet":
         import pyarrow.parquet as pq
 
-        with atomic_path(target) as tmp:   # dictionary-encode only run/tag: less memory
-            pq.write_table(cols, str(tmp), use_dictionary=["run", "tag"])
+        with atomic_path(target) as tmp:   # dictionary-encode only run/tag/file: less memory
+            pq.write_table(cols, str(tmp), use_dictionary=["run", "tag", "file"])
     elif suffix == ".csv":
         import pyarrow.csv as pacsv
 

@@ -5,7 +5,10 @@ rightsize: one ``<hex>  <relpath>`` line per file, sorted by path. Lines startin
 are comments, which GNU ``sha256sum -c`` skips (``--strict`` included): ``rescue
 --skip-unreadable`` records there every path it could not read. A name holding a newline,
 a carriage return or bytes that are not UTF-8 cannot be written as one plain line, so
-:func:`check_name` refuses it, showing it escaped.
+:func:`check_name` refuses it, showing it escaped. Reading, lines may end in CRLF (a
+manifest edited on Windows), as GNU ``sha256sum -c`` accepts; a path listed twice is an
+:class:`~rightsize.errors.IntegrityError` (which line would count is a guess: ``sha256sum
+-c`` checks both, so one of them fails).
 """
 
 from __future__ import annotations
@@ -18,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from rightsize import atomic
-from rightsize.errors import InputError
-from rightsize.telemetry.runs import Unreadable, escaped
+from rightsize.errors import InputError, IntegrityError
+from rightsize.telemetry.runs import Unreadable, escaped, open_regular
 
 MANIFEST = "SHA256SUMS"
 CHUNK = 1 << 20
@@ -43,10 +46,11 @@ def check_name(path: str | os.PathLike[str], rel: str) -> None:
 
 
 def sha256_file(path: Path) -> tuple[str, int]:
-    """Hex SHA-256 and byte count of ``path``, read in chunks."""
+    """Hex SHA-256 and byte count of ``path``, read in chunks (an ``OSError`` when it is not
+    a regular file: a FIFO is never opened)."""
     h = hashlib.sha256()
     n = 0
-    with open(path, "rb") as fh:
+    with open_regular(path) as fh:
         while chunk := fh.read(CHUNK):
             h.update(chunk)
             n += len(chunk)
@@ -75,8 +79,10 @@ def parse_manifest(path: Path) -> Manifest:
     except OSError as exc:
         raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
     entries: dict[str, str] = {}
+    lines: dict[str, int] = {}
     comments = []
     for no, line in enumerate(text.split("\n"), 1):
+        line = line.removesuffix("\r")
         if line.startswith("#"):
             comments.append(line[1:].strip())
             continue
@@ -89,7 +95,12 @@ def parse_manifest(path: Path) -> Manifest:
         parts = Path(rel).parts
         if Path(rel).is_absolute() or ".." in parts:
             raise InputError(f"{path}:{no}: path escapes the folder: {rel}")
-        entries[Path(rel).as_posix()] = m.group(1).lower()
+        key = Path(rel).as_posix()
+        if key in lines:
+            raise IntegrityError(f"{path}:{no}: {key} is listed twice (first at line "
+                                 f"{lines[key]}); which hash holds cannot be told")
+        lines[key] = no
+        entries[key] = m.group(1).lower()
     return Manifest(entries, tuple(comments))
 
 

@@ -13,6 +13,9 @@ value         float64     scalar value (float32 simple_value widened exactly)
 file          int32       index into :attr:`ScalarTable.files`
 ============  ==========  =================================================
 
+(``columns`` holds ``file`` as that index; every table a user gets -- :meth:`to_arrow`,
+:meth:`to_pandas`, the file ``rightsize scalars -o`` writes -- holds the path instead.)
+
 Rows are in file order (files ordered as in :mod:`rightsize.telemetry.runs`), then record
 order; re-logged steps are kept as separate rows. :meth:`ScalarTable.to_arrow` and
 :meth:`ScalarTable.to_pandas` give the same rows with ``file`` as the event file's path
@@ -39,11 +42,24 @@ SCHEMA = pa.schema([
 ])
 
 
+def string_array(items: list[str]) -> pa.Array:
+    """An Arrow string array built from buffers (``pa.array`` would import pandas, which the
+    ``rightsize`` command must not)."""
+    import numpy as np
+
+    encoded = [s.encode("utf-8") for s in items]
+    offsets = np.zeros(len(encoded) + 1, dtype=np.int32)
+    np.cumsum([len(b) for b in encoded], out=offsets[1:])
+    return pa.Array.from_buffers(pa.string(), len(encoded),
+                                 [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))])
+
+
 @dataclass(frozen=True)
 class Problem:
     """One damaged region of an event file.
 
-    ``kind`` is one of ``payload_crc``, ``length_crc``, ``truncated_header``,
+    ``kind`` is one of ``payload_crc``, ``length_crc``, ``bad_length`` (a valid header whose
+    length runs past the end of the file, valid records after it), ``truncated_header``,
     ``truncated_payload``, ``undecodable`` (CRC fine, protobuf not). ``offset`` is where the
     damaged record starts; ``bytes_skipped`` how many bytes were not read as records.
     """
@@ -122,7 +138,7 @@ class ScalarTable:
     def to_arrow(self) -> pa.Table:
         """The tidy table: run, tag, step, wall_time, value, and ``file`` as the event file's
         path relative to the root read (run, tag and file dictionary-encoded)."""
-        paths = pa.array([f.path for f in self.files], pa.string())
+        paths = string_array([f.path for f in self.files])
         file_type = pa.dictionary(pa.int32(), pa.string())
         files = pa.chunked_array(
             [pa.DictionaryArray.from_arrays(chunk, paths)

@@ -52,6 +52,9 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     g.add_argument("--val-tag", metavar="TAG", help="per-epoch tag (default: detected)")
     g.add_argument("--gap-s", type=pos_float, metavar="S",
                    help="deltas >= S seconds are pauses (default 600)")
+    g.add_argument("--epoch-from", choices=("records", "val"), default=None,
+                   help="steps per epoch from records / batch (default; the val spacing "
+                        "must agree) or from the val tag's spacing")
     g.add_argument("--best", choices=("min", "max"), help="best epoch minimises (default) or "
                    "maximises the val tag")
     g.add_argument("--target-epochs", type=pos_int, metavar="E",
@@ -176,7 +179,7 @@ def _config(args: argparse.Namespace) -> Any:
     flags = {k: getattr(args, k) for k in (
         "train_records", "global_batch", "gpus", "drop_last", "step_tag", "val_tag", "gap_s",
         "base_records", "base_units", "records", "epochs", "flops_per_unit", "peak_tflops",
-        "best", "target_epochs")}
+        "best", "target_epochs", "epoch_from")}
     return resolve(flags, run_params, gap)
 
 
@@ -185,14 +188,19 @@ def run_telemetry(args: argparse.Namespace) -> int:
     from rightsize import atomic
     from rightsize.cost_text import render_report, render_runs
     from rightsize.telemetry.cost_report import cost_reports, live_tails
-    from rightsize.telemetry.scalars import read_scalars, unreadable_error
+    from rightsize.telemetry.scalars import NothingReadable, read_scalars, unreadable_error
     from rightsize.verbs.scalars import files_progress
 
     cfg = _config(args)
     atomic.check_writable(args.json, args.val_csv, args.headline)
     root = Path(args.run_dir)
-    with files_progress(args.run_dir) as on_file:
-        table = read_scalars(root, strict=False, on_file=on_file)
+    try:
+        with files_progress(args.run_dir) as on_file:
+            table = read_scalars(root, strict=False, on_file=on_file)
+    except NothingReadable as exc:
+        if args.strict:
+            raise unreadable_error(root, exc.unreadable) from None
+        raise
     if not table.files:
         raise InputError(f"{root}: no event files (events.out.tfevents.*) found")
     if args.strict and table.unreadable:
