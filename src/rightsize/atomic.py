@@ -5,7 +5,10 @@ content or the new one exists under the final name. Folders get the same treatme
 :func:`staged_dir` fills a hidden sibling and :func:`swap_dir` exchanges it with the
 target in one ``renameat2(RENAME_EXCHANGE)`` where the kernel has it. Failing to create,
 rename or replace a path is an :class:`~rightsize.errors.InputError` naming it (a directory
-where a file goes, a folder without write permission), never an internal error.
+where a file goes, a folder without write permission), never an internal error; a full disk
+or quota met anywhere in an atomic write (by us, pyarrow or torch) is a
+:class:`~rightsize.errors.NoSpaceError` naming the final path: exit 2, "no space left
+writing <path>".
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from rightsize.errors import InputError
+from rightsize.errors import InputError, NoSpaceError, RightsizeError, is_no_space
 
 log = logging.getLogger(__name__)
 PARTIAL = "partial"     # staged folders are named .<target>.partial-XXXXXXXX
@@ -34,7 +37,40 @@ def _cannot(path: Path, exc: OSError) -> InputError:
     """The one-line error for an ``OSError`` met creating or renaming ``path``."""
     if isinstance(exc, IsADirectoryError):
         return InputError(f"{path}: is a directory")
+    if is_no_space(exc):
+        return NoSpaceError(path)
     return InputError(f"{path}: cannot write ({exc.strerror or exc})")
+
+
+def _full(folder: Path) -> bool:
+    """True when the file system holding ``folder`` has no block left for us."""
+    try:
+        return os.statvfs(folder).f_bavail == 0
+    except OSError:
+        return False
+
+
+def no_space(exc: BaseException, path: str | os.PathLike[str]) -> NoSpaceError | None:
+    """The :class:`NoSpaceError` for ``path`` when ``exc``, raised while writing it, came from
+    a full disk or quota; else None.
+
+    Besides ENOSPC/EDQUOT (:func:`~rightsize.errors.is_no_space`), a ``RuntimeError`` raised
+    while the file system is full counts: torch's zip writer reports a failed write as
+    ``RuntimeError("... file write failed")`` without the errno.
+    """
+    if isinstance(exc, NoSpaceError):
+        return NoSpaceError(path)
+    if isinstance(exc, RightsizeError) or not isinstance(exc, Exception):
+        return None
+    if is_no_space(exc) or (isinstance(exc, RuntimeError) and _full(Path(path).parent)):
+        return NoSpaceError(path)
+    return None
+
+
+def _written(exc: BaseException) -> str | None:
+    """The file ``exc`` names (a :class:`NoSpaceError`'s path or an ``OSError``'s file)."""
+    name = getattr(exc, "path", None) or getattr(exc, "filename", None)
+    return name if isinstance(name, str) else None
 
 
 def _umask() -> int:
@@ -72,9 +108,12 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
             os.replace(tmp, target)
         except OSError as exc:
             raise _cannot(target, exc) from None
-    except BaseException:
+    except BaseException as exc:
+        full = no_space(exc, target)
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
+        if full is not None:
+            raise full from exc
         raise
 
 
@@ -200,6 +239,15 @@ def clear_staged(target: str | os.PathLike[str], kinds: tuple[str, ...] = (PARTI
     return gone
 
 
+def final_name(path: str | os.PathLike[str] | None, staged: Path, target: Path) -> Path:
+    """``path`` (a file being written in folder ``staged``) as it will be named once
+    ``staged`` becomes ``target``; ``target`` itself when ``path`` is not in ``staged``."""
+    if isinstance(path, str | os.PathLike):
+        with contextlib.suppress(ValueError):
+            return Path(target) / Path(path).relative_to(staged)
+    return Path(target)
+
+
 @contextlib.contextmanager
 def staged_dir(target: str | os.PathLike[str]) -> Iterator[Path]:
     """Yield an empty hidden sibling of folder ``target``; swap it in if the block succeeds.
@@ -219,8 +267,11 @@ def staged_dir(target: str | os.PathLike[str]) -> Iterator[Path]:
         os.chmod(staged, new_dir_mode())
         yield staged
         swap_dir(staged, target)
-    except BaseException:
+    except BaseException as exc:
+        full = no_space(exc, final_name(_written(exc), staged, target))
         shutil.rmtree(staged, ignore_errors=True)
+        if full is not None:
+            raise full from exc
         raise
 
 

@@ -5,7 +5,7 @@ verbs with ``set_defaults(func=...)``. Verb modules import only the standard lib
 module level, so ``rightsize scalars`` never pays for torch or pandas.
 
 Exit codes: 0 ok; 1 unexpected internal error (a bug); 2 bad input (file, flag, params key,
-permissions); 3 integrity failure (checksum, CRC or unreadable path under ``--strict``); 4 bad
+permissions, a full disk: ``errors.NoSpaceError``, also for one met outside ``rightsize.atomic``); 3 integrity failure (checksum, CRC or unreadable path under ``--strict``); 4 bad
 data (schema, shape, values); 130 interrupted (SIGINT); 143 terminated (SIGTERM).
 """
 
@@ -23,7 +23,7 @@ from typing import Any
 
 from rightsize import console
 from rightsize.blas_kernel import pin_openblas_kernel
-from rightsize.errors import RightsizeError, Terminated
+from rightsize.errors import NoSpaceError, RightsizeError, Terminated, is_no_space
 
 VERB_MODULES = (
     "rightsize.verbs.scalars",
@@ -97,6 +97,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     except Exception as exc:  # noqa: BLE001 - last-resort one-line report
         _traceback(args.debug)
+        if is_no_space(exc):            # a full disk met outside rightsize.atomic: exit 2
+            full = NoSpaceError(getattr(exc, "filename", None) or "(file not named)")
+            print(f"rightsize: error: {full}", file=sys.stderr)
+            return full.exit_code
         print(f"rightsize: error: internal: {type(exc).__name__}: {exc} (rerun with --debug)",
               file=sys.stderr)
         return 1

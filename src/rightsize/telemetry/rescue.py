@@ -38,7 +38,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from rightsize import atomic
-from rightsize.errors import InputError, IntegrityError
+from rightsize.errors import InputError, IntegrityError, NoSpaceError, is_no_space
 from rightsize.telemetry.manifest import (
     CHUNK,
     MANIFEST,
@@ -78,6 +78,13 @@ class _Copied:
     prefix_digest: str | None      # hash of the first ``prefix`` bytes, when asked for
 
 
+def _cannot_write(dest: Path, exc: OSError) -> InputError:
+    """The error for ``exc`` met writing ``dest``: no space left, or cannot write."""
+    if is_no_space(exc):
+        return NoSpaceError(dest)
+    return InputError(f"{dest}: cannot write ({exc.strerror or exc})")
+
+
 def _copy(src: Path, dest: Path, prefix: int | None) -> _Copied:
     """Copy ``src`` to the new file ``dest``, hashing on the way (and the first ``prefix``
     bytes apart), and fsync it. :func:`verify` of the staged folder re-reads it later."""
@@ -90,9 +97,10 @@ def _copy(src: Path, dest: Path, prefix: int | None) -> _Copied:
         raise CannotRead.file(src, exc) from None
     with fin:
         try:
-            fout = open(dest, "xb")  # noqa: SIM115 - closed below
+            # unbuffered: a full disk fails a write() here, not the close() on the way out
+            fout = open(dest, "xb", buffering=0)  # noqa: SIM115 - closed below
         except OSError as exc:
-            raise InputError(f"{dest}: cannot write ({exc.strerror or exc})") from None
+            raise _cannot_write(dest, exc) from None
         with fout:
             while True:
                 try:
@@ -108,12 +116,16 @@ def _copy(src: Path, dest: Path, prefix: int | None) -> _Copied:
                 else:
                     h.update(chunk)
                 try:
-                    fout.write(chunk)
+                    view = memoryview(chunk)
+                    while view:
+                        view = view[fout.write(view):]
                 except OSError as exc:
-                    raise InputError(f"{dest}: cannot write ({exc.strerror or exc})") from None
+                    raise _cannot_write(dest, exc) from None
                 n += len(chunk)
-            fout.flush()
-            os.fsync(fout.fileno())
+            try:
+                os.fsync(fout.fileno())
+            except OSError as exc:
+                raise _cannot_write(dest, exc) from None
     os.chmod(dest, 0o644)
     return _Copied(h.hexdigest(), n, prefix_digest)
 
@@ -199,6 +211,8 @@ def rescue(src: str | os.PathLike[str], dest: str | os.PathLike[str], *,
         try:
             stage = Path(tempfile.mkdtemp(prefix=f".{dest.name}.{STAGE}-", dir=parent))
         except OSError as exc:
+            if is_no_space(exc):
+                raise NoSpaceError(parent) from None
             raise InputError(f"{dest}: cannot write in {parent} ({exc.strerror or exc})"
                              ) from None
         try:
@@ -210,8 +224,13 @@ def rescue(src: str | os.PathLike[str], dest: str | os.PathLike[str], *,
                 atomic.fsync_dir(parent)
             else:
                 atomic.swap_dir(stage, dest)
-        except BaseException:
+        except BaseException as exc:
+            full = atomic.no_space(exc, atomic.final_name(getattr(exc, "path", None)
+                                                          or getattr(exc, "filename", None),
+                                                          stage, dest))
             shutil.rmtree(stage, ignore_errors=True)
+            if full is not None:
+                raise full from exc
             raise
     log.debug("rescued %d files (%d unchanged, %d updated) into %s", len(result.copied),
               len(result.unchanged), len(result.updated), dest)
