@@ -1,6 +1,8 @@
-"""``rightsize cohort`` (``source: files``) on inputs that would give a cohort without a
-modality: an embedding file with no rows, or none of whose subjects is labelled, is exit 4
-naming the file, and nothing is written (issue 35, item 6)."""
+"""``rightsize cohort`` on inputs that would give a cohort without a modality (``source:
+files``: an embedding file with no rows, or none of whose subjects is labelled) is exit 4
+naming the file, and nothing is written (issue 35, item 6); on a full disk it is exit 2
+naming the output that did not fit, and the previous manifest, truth file and metrics stay
+as they were (item 12)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 from fault_helpers import rightsize
+from test_full_disk import PAGE, disk, fill  # noqa: F401 - disk: the tmpfs fixture
 
 IDS = [f"P{i}" for i in range(10)]
 SPLITS = ["train"] * 6 + ["val"] * 2 + ["test"] * 2
@@ -71,3 +74,46 @@ def test_the_same_files_with_their_rows_build(tmp_path):
     assert res.rc == 0, res.err
     metrics = json.loads((tmp_path / "c.json").read_text())
     assert metrics["n_has_ecg"] == metrics["n_has_echo"] == len(IDS)
+
+
+# -- a full disk (issue 35, item 12): exit 2 naming the output, the old set left whole ------
+
+def _cohort(params: Path, out: Path) -> list:
+    return ["cohort", "--params", params, "--out", out / "manifest.parquet",
+            "--truth", out / "truth.parquet", "--metrics", out / "cohort.json", "-q"]
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+def _pages(path: Path) -> int:
+    return -(-path.stat().st_size // PAGE)
+
+
+@pytest.mark.parametrize("fails", ["manifest.parquet", "truth.parquet", "cohort.json"])
+def test_cohort_on_a_full_disk_is_exit_2_and_keeps_the_old_set(disk, project, tmp_path,  # noqa: F811
+                                                               fails):
+    """The old manifest, truth and metrics are on the disk; the new build finds room for
+    the outputs before ``fails`` only: exit 2 naming it, and the old three as they were."""
+    params = yaml.safe_load((project / "params.yaml").read_text())
+    params["cohort"]["seed"] = 1
+    old_params = tmp_path / "old.yaml"
+    old_params.write_text(yaml.safe_dump(params))
+    ref = tmp_path / "ref"                               # the new set's sizes, off the disk
+    assert rightsize(_cohort(project / "params.yaml", ref)).rc == 0
+    out = disk / "cohort"
+    assert rightsize(_cohort(old_params, out)).rc == 0
+    old = _files(out)
+    before = {"manifest.parquet": 0, "truth.parquet": _pages(ref / "manifest.parquet"),
+              "cohort.json": _pages(ref / "manifest.parquet") + _pages(ref / "truth.parquet")}
+    fill(disk, leave_pages=before[fails])
+    res = rightsize(_cohort(project / "params.yaml", out))
+    assert res.rc == 2, res.err
+    assert res.error_line() == f"rightsize: error: no space left writing {out / fails}"
+    assert _files(out) == old                            # old set whole, nothing staged left
+    (disk / "filler").unlink()
+    assert rightsize(_cohort(project / "params.yaml", out)).rc == 0
+    new = _files(out)
+    assert set(new) == set(old) and new["manifest.parquet"] == \
+        (ref / "manifest.parquet").read_bytes() != old["manifest.parquet"]
