@@ -1,6 +1,6 @@
 """Where one training step of the fused probe goes: forward + backward, products, optimizer.
 
-Runs the engine's own fit (:func:`rightsize.probes.train.train_probe`, one seed, 1 thread)
+Runs the engine's own fit (:func:`rightsize.probes.engine.train.train_probe`, one seed, 1 thread)
 on a pooled manifest and times, per step, the accelerated forward + backward
 (``fused_step.fused_loss_backward``, less the optimizer calls made inside it), the
 optimizer (``AdamW.update`` for the weight matrices the step hands over as it goes,
@@ -44,7 +44,7 @@ def measure(manifest: str, fusion_dim: int, epochs: int) -> dict[str, Any]:
     from probe_profile import _config
     from rightsize.cohort.arrays import load_arrays
     from rightsize.probes.accel.adamw import AdamW
-    from rightsize.probes.train import train_probe
+    from rightsize.probes.engine.train import train_probe
 
     torch.set_num_threads(1)
     cfg = dataclasses.replace(_config(str(REPO / "params.yaml"), "fused", fusion_dim, 1, epochs),

@@ -1,7 +1,8 @@
 """The naive baseline the probe benchmark compares against: textbook model, tutorial loop.
 
-Same architectures and parameters as the engine (:func:`rightsize.probes.estimator.build_module`
-with the same seed, input moments, PCA basis, target standardization, learning rate, weight
+Same architectures and parameters as the engine
+(:func:`rightsize.probes.engine.estimator.build_module` with the same seed, input moments, PCA
+basis, target standardization, learning rate, weight
 decay, epochs and best-validation-epoch selection; the echo probe, which the engine trains
 in numpy, starts from the numpy accelerator's initial weights), with the probe's textbook
 forward (the module's own ``forward`` on raw inputs, every batch normalized and projected
@@ -127,8 +128,8 @@ def train_torch(name: str, train: Any, val: Any, std: Any, cfg: Any) -> tuple[An
     import torch.nn.functional as F
     from torch.utils.data import DataLoader
 
-    from rightsize.probes.data import Moments
-    from rightsize.probes.estimator import Estimator
+    from rightsize.probes.engine.data import Moments
+    from rightsize.probes.engine.estimator import Estimator
 
     torch.manual_seed(cfg.seed)
     est = Estimator(name, cfg)
@@ -212,8 +213,8 @@ def run(manifest: str, probe: str, fusion_dim: int, threads: int,
     from probes_bench import import_heavy
     from rightsize.cohort.arrays import load_arrays
     from rightsize.params import load_block
-    from rightsize.probes.config import EvaluateConfig, TrainConfig
-    from rightsize.probes.data import Standardizer, split_data
+    from rightsize.probes.engine.config import EvaluateConfig, TrainConfig
+    from rightsize.probes.engine.data import Standardizer, split_data
 
     torch.set_num_threads(threads)
     cfg = load_block(params, "train", TrainConfig)

@@ -124,8 +124,8 @@ def _ours_step(model: Any) -> Any:
     """The engine's training step for ``model``: the fused probe's hand-written step, else
     autograd of the textbook forward (what the concat accelerator runs per replica)."""
     from rightsize.probes.accel.fused_step import fused_loss_backward
-    from rightsize.probes.fused import CrossAttnFusedProbe
-    from rightsize.probes.torch_replicas import autograd_loss_backward
+    from rightsize.probes.engine.torch_replicas import autograd_loss_backward
+    from rightsize.probes.models.fused import CrossAttnFusedProbe
 
     return fused_loss_backward if isinstance(model, CrossAttnFusedProbe) \
         else autograd_loss_backward
@@ -134,7 +134,7 @@ def _ours_step(model: Any) -> Any:
 def _ours_forward(model: Any) -> Any:
     """The engine's inference forward for ``model`` (an accelerator's, else the textbook)."""
     from rightsize.probes.accel.fused_coords import fast_forward
-    from rightsize.probes.fused import CrossAttnFusedProbe
+    from rightsize.probes.models.fused import CrossAttnFusedProbe
 
     if isinstance(model, CrossAttnFusedProbe):
         return lambda **b: fast_forward(model, **b)
@@ -193,8 +193,8 @@ def fit_flops(arch: dict[str, Any], clips: int, n_train: int, n_val: int,
     import torch
 
     from rightsize.probes.accel import gemm
-    from rightsize.probes.estimator import build_module
-    from rightsize.probes.torch_model import PREDICT_BATCH, count_params
+    from rightsize.probes.engine.estimator import build_module
+    from rightsize.probes.engine.torch_model import PREDICT_BATCH, count_params
 
     torch.manual_seed(0)
     probe = build_module(arch["probe"], arch)

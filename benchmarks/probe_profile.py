@@ -1,6 +1,6 @@
 """Where a probe's training time goes: torch profiler categories and seconds per epoch.
 
-:func:`profile_fit` runs the engine's own :func:`rightsize.probes.train.train_probe` for a
+:func:`profile_fit` runs the engine's own :func:`rightsize.probes.engine.train.train_probe` for a
 few epochs under ``torch.profiler`` and splits the profiled CPU time into matmuls,
 attention kernels, the optimizer and the rest (elementwise, layer norm, batch gathers,
 autograd bookkeeping), plus the top ops by self time. Attention kernels = fused attention,
@@ -33,7 +33,7 @@ OPTIMIZER_LABELS = ("AdamW.step", "AdamW.update")
 
 def _config(params: str, probe: str, fusion_dim: int, threads: int, epochs: int) -> Any:
     from rightsize.params import load_block
-    from rightsize.probes.config import TrainConfig
+    from rightsize.probes.engine.config import TrainConfig
 
     cfg = load_block(params, "train", TrainConfig)
     sub = dataclasses.replace(getattr(cfg, probe), epochs=epochs)
@@ -73,7 +73,7 @@ def profile_fit(manifest: str, probe: str, fusion_dim: int, threads: int, params
     from torch.profiler import ProfilerActivity, profile
 
     from rightsize.cohort.arrays import load_arrays
-    from rightsize.probes.train import train_probe
+    from rightsize.probes.engine.train import train_probe
 
     arrays = load_arrays(manifest)
     train_probe(probe, arrays, _config(params, probe, fusion_dim, threads, 1))   # warm-up

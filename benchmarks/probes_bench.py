@@ -4,10 +4,10 @@ For every case (each probe at ``max_clips`` 1 and 8 with fusion_dim 256, and the
 probe at fusion_dim 1024) two contenders run, each in its own fresh child process with
 torch, BLAS and OpenMP at ``--threads`` (1) thread(s):
 
-* **ours**: :func:`rightsize.probes.train.train_probe` (one replica through the loop and
+* **ours**: :func:`rightsize.probes.engine.train.train_probe` (one replica through the loop and
   accelerators ``rightsize train`` runs for every replica, with its :class:`RunLog` writing
   the event file and curve, as ``rightsize train`` does) then
-  :func:`rightsize.probes.evaluate.evaluate_probe` (vectorized 2,000-resample bootstrap);
+  :func:`rightsize.probes.evaluation.evaluate.evaluate_probe` (vectorized 2,000-resample bootstrap);
 * **baseline**: ``naive_probes.py``: the same architectures and initial parameters,
   computed by the probe's textbook forward (no accelerator), trained
   tutorial-style: per-row Dataset + ``DataLoader(batch_size=32, shuffle=True)``,
@@ -57,11 +57,11 @@ def child_ours(manifest: str, probe: str, fusion_dim: int, threads: int,
     import_heavy()
     from rightsize.cohort.arrays import load_arrays
     from rightsize.params import load_block
-    from rightsize.probes.config import EvaluateConfig, TrainConfig
-    from rightsize.probes.data import Moments, split_data
-    from rightsize.probes.evaluate import evaluate_probe
-    from rightsize.probes.runlog import RunLog
-    from rightsize.probes.train import train_probe
+    from rightsize.probes.engine.config import EvaluateConfig, TrainConfig
+    from rightsize.probes.engine.data import Moments, split_data
+    from rightsize.probes.engine.runlog import RunLog
+    from rightsize.probes.engine.train import train_probe
+    from rightsize.probes.evaluation.evaluate import evaluate_probe
 
     cfg = load_block(params, "train", TrainConfig)
     cfg = dataclasses.replace(cfg, threads=threads,
@@ -118,10 +118,10 @@ def import_heavy() -> None:
     import rightsize.probes.accel.concat_stacked  # noqa: F401
     import rightsize.probes.accel.echo_numpy  # noqa: F401
     import rightsize.probes.accel.fused_step  # noqa: F401
-    import rightsize.probes.concat  # noqa: F401
-    import rightsize.probes.echo  # noqa: F401
-    import rightsize.probes.fused  # noqa: F401
-    import rightsize.probes.linear  # noqa: F401
+    import rightsize.probes.models.concat  # noqa: F401
+    import rightsize.probes.models.ecg  # noqa: F401
+    import rightsize.probes.models.echo  # noqa: F401
+    import rightsize.probes.models.fused  # noqa: F401
 
     # Constructing the first torch.optim optimizer imports torch._dynamo (~1 s, hundreds of
     # modules); the baseline's AdamW would otherwise pay that import inside its timer.
@@ -137,9 +137,9 @@ def child_matmul(spec: str) -> dict[str, Any]:
 
     from probe_flops import fit_flops, matmul_gflops, mix_gflops
     from rightsize.params import load_block
-    from rightsize.probes.config import TrainConfig
-    from rightsize.probes.data import SplitData
-    from rightsize.probes.estimator import Estimator
+    from rightsize.probes.engine.config import TrainConfig
+    from rightsize.probes.engine.data import SplitData
+    from rightsize.probes.engine.estimator import Estimator
 
     req = json.loads(spec)
     cases, shapes = {}, {tuple(s) for s in req.get("shapes", [])}
@@ -171,7 +171,7 @@ def child_bootstrap(n: int, b: int, reps: int) -> dict[str, Any]:
     """Best-of-``reps`` seconds of the engine's bootstrap (MAE + AUROC, ``b`` resamples)."""
     import numpy as np
 
-    from rightsize.probes.bootstrap import bootstrap_indices, summarize
+    from rightsize.probes.evaluation.bootstrap import bootstrap_indices, summarize
 
     rng = np.random.default_rng(0)
     y = rng.random(n) < 0.15
@@ -265,7 +265,7 @@ def main() -> int:
     from _measure import write_result
     from probes_report import render
     from rightsize.params import load_block
-    from rightsize.probes.config import TrainConfig
+    from rightsize.probes.engine.config import TrainConfig
 
     cfg = load_block(REPO / "params.yaml", "train", TrainConfig)
     env, me = _env(args.threads), str(Path(__file__).resolve())

@@ -1,6 +1,6 @@
 """One OpenBLAS kernel set on every x86-64 machine, so numpy fits give the same bits.
 
-numpy (and through it the ECG probe's ridge and logistic fits, :mod:`rightsize.probes.glm`)
+numpy (and through it the ECG probe's ridge and logistic fits, :mod:`rightsize.probes.models.glm`)
 calls OpenBLAS, which picks its kernels per CPU when the library loads: Haswell
 kernels on an AMD Zen, SkylakeX on an AVX-512 Xeon, whatever ``OPENBLAS_CORETYPE`` names
 when a machine sets it. Different kernels round differently, so the same fit differs in its

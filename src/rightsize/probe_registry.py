@@ -37,14 +37,14 @@ class Entry:
 
 
 REGISTRY: dict[str, Entry] = {
-    "ecg": Entry(model="", closed_form="rightsize.probes.linear:fit_probe",
-                 numpy_model="rightsize.probes.linear:LinearEcgProbe", ef_score="logit"),
-    "echo": Entry(model="rightsize.probes.echo:EchoAttnProbe",
+    "ecg": Entry(model="", closed_form="rightsize.probes.models.ecg:fit_probe",
+                 numpy_model="rightsize.probes.models.ecg:LinearEcgProbe", ef_score="logit"),
+    "echo": Entry(model="rightsize.probes.models.echo:EchoAttnProbe",
                   numpy_model="rightsize.probes.accel.echo_numpy:AttentiveEchoProbe",
                   uses_ecg=False, ecg_pooling="none", accelerators=("echo_numpy",)),
-    "concat": Entry(model="rightsize.probes.concat:ConcatMLPProbe",
+    "concat": Entry(model="rightsize.probes.models.concat:ConcatMLPProbe",
                     accelerators=("concat_stacked",)),
-    "fused": Entry(model="rightsize.probes.fused:CrossAttnFusedProbe",
+    "fused": Entry(model="rightsize.probes.models.fused:CrossAttnFusedProbe",
                    ecg_pooling="attention (echo->ECG); mean (ECG->echo query)",
                    accelerators=("fused_pooled", "fused_tokens")),
 }

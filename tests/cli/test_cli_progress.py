@@ -162,7 +162,7 @@ def test_build_manifest_reports_rows_after_each_row_group(work, tmp_path):
 
 
 def test_runlog_on_epoch_sees_each_curve_row(tmp_path):
-    from rightsize.probes.runlog import RunLog
+    from rightsize.probes.engine.runlog import RunLog
 
     calls: list[tuple[int, float, float]] = []
     with RunLog(None, tmp_path / "c.csv", time.time(), on_epoch=lambda *a: calls.append(a)) as r:

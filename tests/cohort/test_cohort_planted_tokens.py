@@ -1,7 +1,7 @@
 """The planted token (``ecg_tokens > 1``): what only token-level attention can find.
 
 The probes see each modality through a rank-``train.pca_rank`` (32) PCA fit on the train
-split (:class:`rightsize.probes.data.Moments`): for ECG tokens, over every token of every
+split (:class:`rightsize.probes.engine.data.Moments`): for ECG tokens, over every token of every
 train subject with an ECG, as over every present clip for the echo. These tests fit that
 PCA the same way (standardize, top-32 eigenvectors of the Gram matrix), accumulated row
 group by row group so that 186 tokens x 768 floats x 1,208 subjects never sit in memory,

@@ -13,7 +13,7 @@ import yaml
 from fault_helpers import hidden, killed, points, rightsize, snapshot, visible, writes
 
 from rightsize.errors import DataError
-from rightsize.probes.integrity import CONTENTS, check_contents
+from rightsize.probes.engine.integrity import CONTENTS, check_contents
 
 PROBE = "concat"
 

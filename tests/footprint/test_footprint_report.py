@@ -14,7 +14,7 @@ import torch
 import yaml
 
 from rightsize.cli import main
-from rightsize.probes.footprint import is_writable, payload_bytes
+from rightsize.probes.measurements.footprint import is_writable, payload_bytes
 
 N, MAX_CLIPS, ECHO_DIM, ECG_DIM = 10, 2, 8, 4
 RSS = {"cohort": 101.5, "train_ecg": 202.0, "train_fused": 303.25, "eval_ecg": 150.0,

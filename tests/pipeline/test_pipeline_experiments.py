@@ -19,7 +19,7 @@ from pipeline_helpers import (
     tracked_outs,
 )
 
-from rightsize.probes.checkpoint import read_sidecar
+from rightsize.probes.engine.checkpoint import read_sidecar
 
 pytestmark = pytest.mark.slow
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from rightsize.cohort.arrays import CohortArrays
-from rightsize.probes.config import EvaluateConfig, TrainConfig
+from rightsize.probes.engine.config import EvaluateConfig, TrainConfig
 
 from .probe_fixtures import make_cohort, small_train_config
 
@@ -42,8 +42,8 @@ def fits(cohort, train_cfg, tmp_path_factory):
     """
     import time
 
-    from rightsize.probes.runlog import RunLog
-    from rightsize.probes.train import train_probe
+    from rightsize.probes.engine.runlog import RunLog
+    from rightsize.probes.engine.train import train_probe
 
     out = {}
     for name in ("ecg", "echo", "concat", "fused"):

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from rightsize.cohort.arrays import CohortArrays
-from rightsize.probes.config import ConcatConfig, EchoConfig, FusedConfig, TrainConfig
+from rightsize.probes.engine.config import ConcatConfig, EchoConfig, FusedConfig, TrainConfig
 
 # params blocks of the CLI tests' params.yaml
 TRAIN = {
@@ -132,9 +132,9 @@ def randomized(make, rank: int, seed: int = 0):
 
 def makers(dropout: float = 0.0) -> dict:
     """Builders ``rank -> module`` of the three torch probes at the test dims."""
-    from rightsize.probes.concat import ConcatMLPProbe
-    from rightsize.probes.echo import EchoAttnProbe
-    from rightsize.probes.fused import CrossAttnFusedProbe
+    from rightsize.probes.models.concat import ConcatMLPProbe
+    from rightsize.probes.models.echo import EchoAttnProbe
+    from rightsize.probes.models.fused import CrossAttnFusedProbe
 
     return {
         "echo": lambda r: EchoAttnProbe(DE, DG, pca_rank=r),

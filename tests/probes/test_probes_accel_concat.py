@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from rightsize.probes.accel.concat_stacked import concat_forward, join_params, split_params
-from rightsize.probes.featurenorm import masked_mean
+from rightsize.probes.models.featurenorm import masked_mean
 
 from .probe_fixtures import makers, probe_inputs, randomized
 

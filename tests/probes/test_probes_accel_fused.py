@@ -19,7 +19,7 @@ from rightsize.probes.accel.fused_coords import (
     project,
 )
 from rightsize.probes.accel.fused_step import fused_loss_backward, manual_step_applies
-from rightsize.probes.featurenorm import masked_mean
+from rightsize.probes.models.featurenorm import masked_mean
 
 from .probe_fixtures import makers, probe_inputs, randomized
 

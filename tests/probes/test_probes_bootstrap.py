@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import roc_auc_score
 
-from rightsize.probes.bootstrap import (
+from rightsize.probes.evaluation.bootstrap import (
     auroc,
     auroc_samples,
     bootstrap_indices,

@@ -10,15 +10,15 @@ import pytest
 import torch
 
 from rightsize.errors import DataError, InputError
-from rightsize.probes.checkpoint import (
+from rightsize.probes.engine.checkpoint import (
     SIDECAR,
     checkpoint_bytes,
     load_checkpoint,
     read_sidecar,
     save_checkpoint,
 )
-from rightsize.probes.data import split_data
-from rightsize.probes.evaluate import score_split
+from rightsize.probes.engine.data import split_data
+from rightsize.probes.evaluation.evaluate import score_split
 
 
 @pytest.mark.parametrize("name", ["ecg", "echo", "concat", "fused"])
@@ -96,7 +96,7 @@ def test_the_weights_file_follows_the_model_the_trainer_made(cohort, tmp_path, a
     predictions, whatever the other kind left in the folder."""
     import dataclasses
 
-    from rightsize.probes.train import train_probe
+    from rightsize.probes.engine.train import train_probe
 
     from .probe_fixtures import small_train_config
 

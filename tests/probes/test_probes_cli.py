@@ -238,7 +238,7 @@ def test_numpy_probes_run_on_the_cpu_whatever_the_device(work, tmp_path, capsys)
 
 
 def test_auto_device_falls_back_to_cpu(work, tmp_path):
-    from rightsize.probes.train import resolve_device
+    from rightsize.probes.engine.train import resolve_device
 
     if not __import__("torch").cuda.is_available():
         assert resolve_device("auto") == "cpu"

@@ -18,9 +18,9 @@ import yaml
 
 from rightsize.cli import main
 from rightsize.errors import InputError
-from rightsize.probes.data import Moments, split_data
-from rightsize.probes.estimator import check_inputs
-from rightsize.probes.train import train_probe
+from rightsize.probes.engine.data import Moments, split_data
+from rightsize.probes.engine.estimator import check_inputs
+from rightsize.probes.engine.train import train_probe
 
 from .probe_fixtures import (
     make_cohort,
@@ -149,7 +149,7 @@ def test_cli_refuses_a_checkpoint_of_other_ecg_tokens_naming_both(tmp_path, caps
 
 def test_a_token_level_checkpoint_reloads_to_the_same_predictions(token_cohort, token_fits,
                                                                   tmp_path):
-    from rightsize.probes.checkpoint import load_checkpoint, save_checkpoint
+    from rightsize.probes.engine.checkpoint import load_checkpoint, save_checkpoint
 
     fit = token_fits["fused"]
     save_checkpoint(tmp_path, fit.probe, fit.arch, {})

@@ -14,8 +14,8 @@ import torch
 
 from rightsize.probes import accel
 from rightsize.probes.accel import adamw, gemm, handgrad
-from rightsize.probes.config import FusedConfig
-from rightsize.probes.train import train_probe, train_seeds
+from rightsize.probes.engine.config import FusedConfig
+from rightsize.probes.engine.train import train_probe, train_seeds
 
 from .probe_fixtures import make_cohort, small_train_config
 
@@ -172,8 +172,8 @@ def test_an_accelerator_applies_only_where_every_unknown_key_has_its_default():
 def test_a_second_fusion_block_is_trained_by_autograd_and_saved(cohort, tmp_path):
     """train.fused.layers: 2 stacks a second block; the accelerator, written for one,
     leaves it to the textbook trainer, and the checkpoint rebuilds both blocks."""
-    from rightsize.probes.checkpoint import load_checkpoint, save_checkpoint
-    from rightsize.probes.data import split_data
+    from rightsize.probes.engine.checkpoint import load_checkpoint, save_checkpoint
+    from rightsize.probes.engine.data import split_data
 
     one = _small_fused(cohort, layers=1)
     two = _small_fused(cohort, layers=2)

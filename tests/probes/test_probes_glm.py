@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from sklearn.linear_model import LogisticRegression, Ridge
 
-from rightsize.probes.glm import GTOL, logistic_fit, ridge_path
+from rightsize.probes.models.glm import GTOL, logistic_fit, ridge_path
 
 
 def _data(seed: int, n: int = 300, dim: int = 40) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

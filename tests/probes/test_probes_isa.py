@@ -35,9 +35,9 @@ import json, sys
 import numpy as np, torch
 from rightsize.cohort.arrays import CohortArrays
 from rightsize.params import parse
-from rightsize.probes.config import TrainConfig
-from rightsize.probes.data import split_data
-from rightsize.probes.seeds import train_seeds
+from rightsize.probes.engine.config import TrainConfig
+from rightsize.probes.engine.data import split_data
+from rightsize.probes.evaluation.seeds import train_seeds
 with np.load(sys.argv[1]) as z:
     cohort = CohortArrays(**{k: z[k] for k in z.files}, metadata={})
 with open(sys.argv[2]) as fh:

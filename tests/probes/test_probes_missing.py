@@ -6,8 +6,8 @@ import math
 
 import numpy as np
 
-from rightsize.probes.data import split_data
-from rightsize.probes.missing import CONDITIONS, missing_modality
+from rightsize.probes.engine.data import split_data
+from rightsize.probes.evaluation.missing import CONDITIONS, missing_modality
 
 
 def test_taking_a_modality_away_costs_accuracy_but_stays_finite(fits, cohort, eval_cfg):
@@ -43,7 +43,7 @@ def test_drop_zeroes_and_masks(cohort):
 def test_no_paired_test_row_gives_a_note_not_an_error(fits, cohort, eval_cfg):
     import dataclasses
 
-    from rightsize.probes.missing import NO_PAIRED_ROWS
+    from rightsize.probes.evaluation.missing import NO_PAIRED_ROWS
 
     no_ecg_in_test = cohort.has_ecg & (cohort.split != 2)
     arrays = dataclasses.replace(cohort, has_ecg=no_ecg_in_test,

@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from rightsize.probes.concat import ConcatMLPProbe
-from rightsize.probes.echo import EchoAttnProbe
-from rightsize.probes.estimator import build_module
-from rightsize.probes.fused import CrossAttnFusedProbe
-from rightsize.probes.torch_model import count_params
+from rightsize.probes.engine.estimator import build_module
+from rightsize.probes.engine.torch_model import count_params
+from rightsize.probes.models.concat import ConcatMLPProbe
+from rightsize.probes.models.echo import EchoAttnProbe
+from rightsize.probes.models.fused import CrossAttnFusedProbe
 
 
 def _batch(b=6, c=5, de=16, dg=12, seed=0):

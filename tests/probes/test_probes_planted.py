@@ -1,7 +1,7 @@
 """The fused probe's echo->ECG attention on the planted ECG token (``attention.echo_to_ecg``).
 
 The synthetic cohort at ``ecg_tokens = N > 1`` plants one token per subject and records it
-in the truth file; :mod:`rightsize.probes.planted` scores each head's mean weight on it.
+in the truth file; :mod:`rightsize.probes.evaluation.planted` scores each head's mean weight on it.
 Here: the arithmetic on weights we choose, a small real cohort on which the trained probe
 attends to the planted token well above uniform (and not to a wrong token), and the verbs'
 ``--truth`` (keys written for the fused probe only, nothing without planted tokens, a truth
@@ -24,10 +24,10 @@ from rightsize.cohort.arrays import load_arrays
 from rightsize.cohort.build import build_manifest
 from rightsize.cohort.config import CohortConfig, SplitsConfig
 from rightsize.cohort.truth import load_truth
-from rightsize.probes.data import SplitData, split_data
-from rightsize.probes.planted import planted_attention, planted_weights
-from rightsize.probes.predict import Probe
-from rightsize.probes.train import train_seeds
+from rightsize.probes.engine.data import SplitData, split_data
+from rightsize.probes.engine.predict import Probe
+from rightsize.probes.engine.train import train_seeds
+from rightsize.probes.evaluation.planted import planted_attention, planted_weights
 
 from .probe_fixtures import EVALUATE, TRAIN, small_train_config
 

@@ -2,7 +2,7 @@
 
 Builds the manifest exactly as ``params.yaml`` configures it (1,208 subjects, 8 clips,
 1024/768-d) and trains the probes with the shipped ``train`` block, seed replicas and
-accelerators included (:func:`rightsize.probes.train.train_seeds`, the path ``rightsize
+accelerators included (:func:`rightsize.probes.engine.train.train_seeds`, the path ``rightsize
 train`` and ``dvc repro`` run), so this checks what ``dvc repro`` delivers: every probe's
 seed-0 replica clearly beats the train-mean predictor, and the cross-attention probe beats
 concat because it can let the ECG pick the matched clip. About 40 s on one thread.
@@ -19,11 +19,11 @@ from rightsize.cohort.arrays import load_arrays
 from rightsize.cohort.build import build_manifest
 from rightsize.cohort.config import CohortConfig
 from rightsize.params import load_block
-from rightsize.probes.bootstrap import auroc
-from rightsize.probes.config import TrainConfig
-from rightsize.probes.data import split_data
-from rightsize.probes.evaluate import mean_predictor_mae
-from rightsize.probes.train import train_seeds
+from rightsize.probes.engine.config import TrainConfig
+from rightsize.probes.engine.data import split_data
+from rightsize.probes.engine.train import train_seeds
+from rightsize.probes.evaluation.bootstrap import auroc
+from rightsize.probes.evaluation.evaluate import mean_predictor_mae
 
 PARAMS = Path(__file__).resolve().parents[2] / "params.yaml"
 

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from rightsize.cli import main
-from rightsize.probes.seeds import seed_list, spread, train_seeds
+from rightsize.probes.evaluation.seeds import seed_list, spread, train_seeds
 
 from .probe_fixtures import EVALUATE, TRAIN, small_manifest, small_train_config
 
@@ -27,7 +27,7 @@ def work(tmp_path_factory):
 def test_fused_replicas_repeat_single_runs_bit_for_bit(cohort, accelerate):
     """Lockstep (the accelerator's and the textbook's): replica k is the single run with
     seed k, to the last bit."""
-    from rightsize.probes.train import train_probe
+    from rightsize.probes.engine.train import train_probe
 
     cfg = dataclasses.replace(small_train_config(epochs=6), accelerate=accelerate)
     reps = train_seeds("fused", cohort, dataclasses.replace(cfg, seed=0, seeds=3))
@@ -87,7 +87,7 @@ def _run(root, verb, probe, params, out_flag, out):
 
 @pytest.mark.parametrize("probe", ["ecg", "concat"])
 def test_cli_writes_spread_keys_and_keeps_every_checkpoint(work, tmp_path, probe):
-    from rightsize.probes.footprint import checkpoint_footprint
+    from rightsize.probes.measurements.footprint import checkpoint_footprint
 
     params = tmp_path / "params.yaml"
     params.write_text(yaml.safe_dump({"train": {**TRAIN, "seeds": 3}, "evaluate": EVALUATE}))

@@ -21,7 +21,7 @@ from rightsize.probes.accel.fused_step import (
     fused_loss_backward,
     manual_step_applies,
 )
-from rightsize.probes.fused import CrossAttnFusedProbe
+from rightsize.probes.models.fused import CrossAttnFusedProbe
 
 from .probe_fixtures import makers, probe_inputs, randomized
 

@@ -1,7 +1,7 @@
 """The token_cost stage: the fused probe's cost at ECG token counts, measured or extrapolated.
 
-The library's arithmetic (:mod:`rightsize.probes.token_cost`), the measured child process
-(:func:`rightsize.measure.run_measured`) and the verb end to end at a tiny geometry.
+The library's arithmetic (:mod:`rightsize.probes.measurements.token_cost`), the measured child
+process (:func:`rightsize.measure.run_measured`) and the verb end to end at a tiny geometry.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import yaml
 from rightsize.cli import main
 from rightsize.errors import ParamsError
 from rightsize.params import parse
-from rightsize.probes.token_cost import (
+from rightsize.probes.measurements.token_cost import (
     TokenCostConfig,
     case_params,
     epoch_seconds,

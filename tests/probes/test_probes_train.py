@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from rightsize.probes.bootstrap import bootstrap_indices, summarize
-from rightsize.probes.data import split_data
-from rightsize.probes.evaluate import mean_predictor_mae
-from rightsize.probes.train import train_probe
+from rightsize.probes.engine.data import split_data
+from rightsize.probes.engine.train import train_probe
+from rightsize.probes.evaluation.bootstrap import bootstrap_indices, summarize
+from rightsize.probes.evaluation.evaluate import mean_predictor_mae
 
 from .probe_fixtures import make_cohort, small_train_config
 
@@ -110,7 +110,7 @@ def test_event_file_read_by_tensorboard(fits, cohort, train_cfg, name):
 
 
 def test_moments_without_ecg_keep_the_echo_moments_and_neutral_ecg():
-    from rightsize.probes.data import Moments, split_data
+    from rightsize.probes.engine.data import Moments, split_data
 
     train = split_data(make_cohort(n=300, splits=(200, 40, 60)), "train")
     full, echo_only = Moments.fit(train, 8), Moments.fit(train, 8, ecg=False)
@@ -125,7 +125,7 @@ def test_principal_basis_is_the_same_from_either_gram_matrix(n, dim):
     """n < dim decomposes z z^T (the smaller matrix); n >= dim z^T z: same top vectors."""
     import torch
 
-    from rightsize.probes.data import principal_basis
+    from rightsize.probes.engine.data import principal_basis
 
     rng = np.random.default_rng(n)
     x = rng.standard_normal((n, dim)) * np.linspace(3.0, 0.5, dim)

@@ -120,8 +120,8 @@ def _model_verb(sub: argparse._SubParsersAction, common: argparse.ArgumentParser
 def _setup(args: argparse.Namespace) -> tuple[Any, str]:
     """Check the probe name, parse the train block, resolve the device."""
     from rightsize.params import load_block
-    from rightsize.probes.config import DEVICES, TrainConfig
-    from rightsize.probes.estimator import Estimator
+    from rightsize.probes.engine.config import DEVICES, TrainConfig
+    from rightsize.probes.engine.estimator import Estimator
 
     cfg = load_block(args.params, "train", TrainConfig)  # bad params name their key first
     est = Estimator(args.probe, cfg)
@@ -133,7 +133,7 @@ def _setup(args: argparse.Namespace) -> tuple[Any, str]:
             console.info(f"{args.probe}: a numpy probe, runs on the CPU (device {name!r} "
                          "applies to the torch probes, concat and fused)")
         return cfg, "cpu"
-    from rightsize.probes.train import resolve_device
+    from rightsize.probes.engine.train import resolve_device
 
     return cfg, resolve_device(name)
 
@@ -155,10 +155,15 @@ def run_train(args: argparse.Namespace) -> int:
     check_writable(args.curve, args.metrics, args.eval_json, args.missing_json, args.headline)
     from rightsize.cohort.arrays import load_arrays
     from rightsize.measure import Timer, hardware_stamp, peak_rss_mb
-    from rightsize.probes.checkpoint import save_checkpoint
-    from rightsize.probes.integrity import record_contents
-    from rightsize.probes.runlog import RunLog
-    from rightsize.probes.seeds import save_replicas, seed_list, train_seeds, train_spread
+    from rightsize.probes.engine.checkpoint import save_checkpoint
+    from rightsize.probes.engine.integrity import record_contents
+    from rightsize.probes.engine.runlog import RunLog
+    from rightsize.probes.evaluation.seeds import (
+        save_replicas,
+        seed_list,
+        train_seeds,
+        train_spread,
+    )
 
     with Timer() as t_load:
         arrays = load_arrays(args.manifest)
@@ -193,7 +198,7 @@ def run_train(args: argparse.Namespace) -> int:
         record_contents(staged)
     total = time.perf_counter() - start
     if args.metrics:
-        from rightsize.probes.seeds import merge
+        from rightsize.probes.evaluation.seeds import merge
 
         metrics = {
             "probe": args.probe, "params": sidecar["params"], "arch": fit.arch, **summary,
@@ -234,7 +239,7 @@ def _epoch_note(bar: console.Progress) -> Callable[[int, float, float], None]:
 def _evaluate_config(args: argparse.Namespace) -> Any:
     """The params file's ``evaluate`` block."""
     from rightsize.params import load_block
-    from rightsize.probes.config import EvaluateConfig
+    from rightsize.probes.engine.config import EvaluateConfig
 
     return load_block(args.params, "evaluate", EvaluateConfig)
 
@@ -253,9 +258,9 @@ def _load(args: argparse.Namespace) -> tuple[Any, Any, Any, dict[str, Any], Any,
     cfg, device = _setup(args)
     from rightsize.atomic import check_writable
     from rightsize.cohort.arrays import load_arrays
-    from rightsize.probes.checkpoint import load_checkpoint, read_sidecar
-    from rightsize.probes.estimator import check_inputs
-    from rightsize.probes.integrity import check_contents
+    from rightsize.probes.engine.checkpoint import load_checkpoint, read_sidecar
+    from rightsize.probes.engine.estimator import check_inputs
+    from rightsize.probes.engine.integrity import check_contents
 
     ecfg = _evaluate_config(args)
     check_writable(args.json)
@@ -337,9 +342,9 @@ def _evaluate_and_emit(args: argparse.Namespace, model_dir: str, target: str, cf
     the weights as saved (a torch probe at ``train.threads`` threads, which the caller sets;
     a numpy probe with the pinned OpenBLAS kernels), so the model metrics are the same bits.
     """
-    from rightsize.probes.checkpoint import checkpoint_bytes
-    from rightsize.probes.evaluate import evaluate_probe
-    from rightsize.probes.seeds import evaluate_replicas, merge
+    from rightsize.probes.engine.checkpoint import checkpoint_bytes
+    from rightsize.probes.evaluation.evaluate import evaluate_probe
+    from rightsize.probes.evaluation.seeds import evaluate_replicas, merge
 
     with console.task(f"{args.probe}: predict and bootstrap {ecfg.n_bootstrap} resamples"):
         out = evaluate_probe(probe, sidecar, arrays, ecfg)
@@ -373,7 +378,7 @@ def _missing_and_emit(args: argparse.Namespace, target: str, cfg: Any, ecfg: Any
                       sidecar: dict[str, Any], probe: Any, device: str, start: float
                       ) -> dict[str, Any]:
     """Score ``probe`` with each modality taken away, write the JSON to ``target``, return it."""
-    from rightsize.probes.missing import CONDITIONS, missing_modality
+    from rightsize.probes.evaluation.missing import CONDITIONS, missing_modality
 
     with console.task(f"{args.probe}: {len(CONDITIONS)} conditions, paired bootstrap "
                       f"{ecfg.n_bootstrap_missing} resamples"):

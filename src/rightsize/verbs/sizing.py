@@ -185,7 +185,7 @@ def run_sizing(args: argparse.Namespace) -> int:
 def run_footprint(args: argparse.Namespace) -> int:
     """``rightsize footprint``: measure and write the footprint JSON."""
     from rightsize.params import load_params, parse
-    from rightsize.probes.footprint import (
+    from rightsize.probes.measurements.footprint import (
         CohortShape,
         FootprintConfig,
         FootprintPaths,

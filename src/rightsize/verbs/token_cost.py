@@ -50,8 +50,8 @@ def run_token_cost(args: argparse.Namespace) -> int:
     from rightsize.atomic import check_writable
     from rightsize.measure import memory_hwm_mb
     from rightsize.params import load_block, load_params, parse
-    from rightsize.probes.config import TrainConfig
-    from rightsize.probes.token_cost import TokenCostConfig, summary
+    from rightsize.probes.engine.config import TrainConfig
+    from rightsize.probes.measurements.token_cost import TokenCostConfig, summary
 
     raw = load_params(args.params)
     cfg = parse(TokenCostConfig, raw.get("token_cost") or {}, "token_cost")
@@ -85,7 +85,7 @@ def _measure(folder: Path, raw: dict[str, Any], tokens: int, epochs_run: int,
     import yaml
 
     from rightsize.measure import run_measured
-    from rightsize.probes.token_cost import (
+    from rightsize.probes.measurements.token_cost import (
         PROBE,
         case_params,
         case_result,

@@ -1,7 +1,7 @@
 """Accelerators: every speed-up of the probe engine, behind this one boundary.
 
 A probe's model is its textbook forward (``rightsize.probes.<probe>``) trained by the one
-loop (:mod:`rightsize.probes.loop`) with autograd. An accelerator computes the same
+loop (:mod:`rightsize.probes.engine.loop`) with autograd. An accelerator computes the same
 function faster for a special case, says when it applies, is chosen automatically, and is
 switched off with ``train.accelerate: false`` (:func:`use`). Two kinds:
 
@@ -71,7 +71,7 @@ class Accelerator:
     ``applies(facts)`` answers for the facts of a run (the probe's config block and its
     architecture dict, :func:`select`); ``precondition`` says the same in words (docs,
     logs). ``trainer(job)`` builds the replica trainer the loop drives (``job`` is a
-    :class:`rightsize.probes.estimator.FitJob`); ``forward(module, **batch)`` is the
+    :class:`rightsize.probes.engine.estimator.FitJob`); ``forward(module, **batch)`` is the
     inference forward of a torch module and ``attend(module, **batch)`` the same with the
     attention weights (None: the module's own).
     """

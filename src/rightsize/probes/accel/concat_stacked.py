@@ -29,8 +29,8 @@ import torch
 from torch import nn
 
 from rightsize.probes.accel import Accelerator
-from rightsize.probes.torch_model import PREDICT_BATCH, TorchModel
-from rightsize.probes.torch_replicas import Batch, TorchReplicas, init_modules
+from rightsize.probes.engine.torch_model import PREDICT_BATCH, TorchModel
+from rightsize.probes.engine.torch_replicas import Batch, TorchReplicas, init_modules
 
 F = nn.functional
 Params = dict[str, torch.Tensor]

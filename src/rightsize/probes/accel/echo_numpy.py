@@ -1,6 +1,6 @@
 """Accelerator ``echo_numpy``: the ``echo`` probe trained and run in numpy, without torch.
 
-The model is the textbook :class:`rightsize.probes.echo.EchoAttnProbe` (the tests hold this
+The model is the textbook :class:`rightsize.probes.models.echo.EchoAttnProbe` (the tests hold this
 module's predictions and gradients to autograd of that torch module's forward): clip
 embeddings are standardized with train-split moments and projected on the top-``pca_rank`` principal
 directions; a learned query scores a learned null token and every present clip, a softmax
@@ -9,7 +9,7 @@ null token's share). 3,074 parameters at echo_dim 1024: the whole fit is ~0.04 s
 on one core, while starting torch costs ~0.9 s of a probe process, so this probe, like the
 ECG probe, trains and predicts without torch (on the CPU, whatever ``train.device`` says).
 
-Training runs in the one loop (:mod:`rightsize.probes.loop`; :class:`NumpyEchoReplicas` is
+Training runs in the one loop (:mod:`rightsize.probes.engine.loop`; :class:`NumpyEchoReplicas` is
 the trainer): MSE on the train-standardized LVEF, mini-batches of a per-epoch permutation,
 AdamW with torch's update rule (:func:`adamw_step`), the epoch with the lowest validation MSE
 kept. Applies to every echo probe (it reads no ECG). Initial weights are drawn as
@@ -30,8 +30,8 @@ from typing import Any
 import numpy as np
 
 from rightsize.probes.accel import Accelerator
-from rightsize.probes.data import Moments, SplitData
-from rightsize.probes.npzfile import load_npz, save_npz
+from rightsize.probes.engine.data import Moments, SplitData
+from rightsize.probes.engine.npzfile import load_npz, save_npz
 
 PARAMS = ("query_weight", "query_bias", "null", "head_weight", "head_bias")
 F32 = np.float32
@@ -188,7 +188,8 @@ def init_probe(moments: Moments, seed: int) -> tuple[AttentiveEchoProbe, np.rand
 
 
 class NumpyEchoReplicas:
-    """K replicas of the echo probe for the one loop (:mod:`rightsize.probes.loop`), in numpy.
+    """K replicas of the echo probe for the one loop (:mod:`rightsize.probes.engine.loop`), in
+    numpy.
 
     Replica ``k`` starts from :func:`init_probe` with ``seeds[k]``, whose generator then
     draws its shuffles; each has its own AdamW moments. Replicas step in lockstep, and each

@@ -1,7 +1,7 @@
 """Accelerators ``fused_pooled`` and ``fused_tokens``: the fused probe in PCA coordinates.
 
 :func:`fuse_encoded` computes the function of the textbook forward
-(:meth:`rightsize.probes.fused.CrossAttnFusedProbe.attend`, one fusion block) with less
+(:meth:`rightsize.probes.models.fused.CrossAttnFusedProbe.attend`, one fusion block) with less
 arithmetic:
 
 * every token is an affine function of its rank-``r`` coordinates (``e = c A^T + a``), so
@@ -25,7 +25,7 @@ Two accelerators use it, each for one fusion block (by the rule of
 * ``fused_pooled`` (``ecg_tokens`` 1): the training step is hand-written
   (:mod:`rightsize.probes.accel.fused_step`) where PCA is on and the batch is wide enough,
   else autograd of :func:`fuse_encoded` (:func:`coords_loss_backward`). Each replica steps in
-  turn (:class:`rightsize.probes.torch_replicas.Lockstep`: a stacked autograd version of the
+  turn (:class:`rightsize.probes.engine.torch_replicas.Lockstep`: a stacked autograd version of the
   fused step measured 60 ms for 5 replicas against 5 x 7.7 ms for the hand-written one,
   fusion_dim 256).
 * ``fused_tokens`` (``ecg_tokens`` > 1): autograd of :func:`fuse_encoded`.
@@ -45,7 +45,7 @@ from torch import nn
 
 from rightsize.probes.accel import Accelerator
 from rightsize.probes.accel.gemm import linear, mm
-from rightsize.probes.featurenorm import masked_mean
+from rightsize.probes.models.featurenorm import masked_mean
 
 F = nn.functional
 
@@ -244,7 +244,7 @@ def _lockstep(loss_backward: Any) -> Any:
     """A trainer factory: each replica's ``loss_backward`` in turn, inference by
     :func:`fuse_encoded`."""
     def trainer(job: Any) -> Any:
-        from rightsize.probes.torch_replicas import Lockstep, init_modules
+        from rightsize.probes.engine.torch_replicas import Lockstep, init_modules
 
         models, rng_states = init_modules(job)
         return Lockstep(job, models, rng_states, loss_backward=loss_backward,

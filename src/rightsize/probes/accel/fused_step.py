@@ -8,7 +8,7 @@ per-head composites (below): about 12 % less time per fit at fusion_dim 256 and 
 1024 on the benchmark machine. The weight-sized products go through
 :mod:`rightsize.probes.accel.gemm` (oneDNN where it applies: a further ~30 % off a
 fusion_dim-1024 step there). The tests hold the loss and every gradient to autograd of the
-textbook forward (:meth:`rightsize.probes.fused.CrossAttnFusedProbe.attend`) in float64,
+textbook forward (:meth:`rightsize.probes.models.fused.CrossAttnFusedProbe.attend`) in float64,
 dropout on, and the fp32 oneDNN step to the same step without it.
 
 Notation (one batch): ``b`` rows, ``c`` clips, ``r`` ranks, ``d`` fusion_dim, ``H`` heads.
@@ -40,8 +40,8 @@ from rightsize.probes.accel.handgrad import (
     layer_norm_backward,
     named_parameters,
 )
-from rightsize.probes.fused import CrossAttnFusedProbe
-from rightsize.probes.torch_replicas import Batch, Update
+from rightsize.probes.engine.torch_replicas import Batch, Update
+from rightsize.probes.models.fused import CrossAttnFusedProbe
 
 # The weight matrices, whose gradients a step with ``update`` hands over as it goes (the
 # attention output weights' from a scratch buffer their per-head products write into)

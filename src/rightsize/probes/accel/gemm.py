@@ -15,7 +15,7 @@ Everywhere else they fall back to ``torch.mm`` / ``F.linear``: other devices, fl
 gradient tests), builds without oneDNN, small products where oneDNN's per-call set-up
 costs more than it saves, and accelerators off (``train.accelerate: false``,
 :func:`rightsize.probes.accel.use`). The textbook forwards call :func:`mm` for their
-weight-sized products too (:meth:`rightsize.probes.featurenorm.FeatureNorm.lift`).
+weight-sized products too (:meth:`rightsize.probes.models.featurenorm.FeatureNorm.lift`).
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Train a probe on cached embeddings: its seed replicas, each at its best-validation epoch.
 
-A thin entry to :class:`rightsize.probes.estimator.Estimator` for a cohort's arrays: the
+A thin entry to :class:`rightsize.probes.engine.estimator.Estimator` for a cohort's arrays: the
 train and validation splits are sliced once, and the probe's estimator fits every replica
-through the one loop (:mod:`rightsize.probes.loop`; the ECG probe is closed-form). The
+through the one loop (:mod:`rightsize.probes.engine.loop`; the ECG probe is closed-form). The
 loss is MSE on the train-standardized LVEF; the epoch with the lowest validation MSE is
 kept. ``train_probe`` is one replica (seed ``train.seed``); :func:`train_seeds` all of
 ``train.seeds`` (what ``rightsize train`` and ``dvc repro`` run).
@@ -13,11 +13,11 @@ from __future__ import annotations
 import dataclasses
 
 from rightsize.cohort.arrays import CohortArrays
-from rightsize.probes.config import TrainConfig
-from rightsize.probes.data import split_data
-from rightsize.probes.estimator import Estimator, FitResult
-from rightsize.probes.runlog import RunLog
-from rightsize.probes.seeds import seed_list
+from rightsize.probes.engine.config import TrainConfig
+from rightsize.probes.engine.data import split_data
+from rightsize.probes.engine.estimator import Estimator, FitResult
+from rightsize.probes.engine.runlog import RunLog
+from rightsize.probes.evaluation.seeds import seed_list
 
 __all__ = ["FitResult", "resolve_device", "train_probe", "train_seeds"]
 
@@ -42,6 +42,6 @@ def train_probe(name: str, arrays: CohortArrays, cfg: TrainConfig, device: str =
 
 def resolve_device(name: str) -> str:
     """``cpu``/``cuda``/``auto`` -> a torch device string (InputError if CUDA is absent)."""
-    from rightsize.probes.torch_replicas import resolve_device as resolve
+    from rightsize.probes.engine.torch_replicas import resolve_device as resolve
 
     return resolve(name)

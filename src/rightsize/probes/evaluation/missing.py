@@ -17,10 +17,10 @@ from typing import Any
 import numpy as np
 
 from rightsize.cohort.arrays import CohortArrays
-from rightsize.probes.bootstrap import bootstrap_indices, summarize
-from rightsize.probes.config import EvaluateConfig
-from rightsize.probes.data import split_data
-from rightsize.probes.predict import Probe
+from rightsize.probes.engine.config import EvaluateConfig
+from rightsize.probes.engine.data import split_data
+from rightsize.probes.engine.predict import Probe
+from rightsize.probes.evaluation.bootstrap import bootstrap_indices, summarize
 
 CONDITIONS = ("both_present", "echo_absent", "ecg_absent")
 NO_PAIRED_ROWS = "no test row has both echo and ECG: nothing to take away"

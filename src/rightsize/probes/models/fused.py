@@ -32,8 +32,8 @@ import math
 import torch
 from torch import nn
 
-from rightsize.probes.data import Moments
-from rightsize.probes.featurenorm import FeatureNorm, masked_mean
+from rightsize.probes.engine.data import Moments
+from rightsize.probes.models.featurenorm import FeatureNorm, masked_mean
 
 F = nn.functional
 Batch = dict[str, torch.Tensor]

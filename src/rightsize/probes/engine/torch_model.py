@@ -23,7 +23,7 @@ from torch import nn
 from rightsize.atomic import atomic_path
 from rightsize.errors import DataError
 from rightsize.probes import accel
-from rightsize.probes.data import SplitData
+from rightsize.probes.engine.data import SplitData
 
 PREDICT_BATCH = 512
 ENCODE_TOKEN_ROWS = 8192   # most ECG token rows encoded or predicted at once (N > 1)
@@ -145,7 +145,7 @@ def load_torch_model(name: str, arch: dict[str, Any], device: Any = "cpu",
     """Probe ``name``'s module for ``arch`` (weights not yet loaded:
     :meth:`TorchModel.load_weights`), with the inference forward of the accelerator that
     applies to it, if any."""
-    from rightsize.probes.estimator import build_module, inference_accelerator
+    from rightsize.probes.engine.estimator import build_module, inference_accelerator
 
     module = build_module(name, arch)
     acc = inference_accelerator(name, arch, accelerate)

@@ -33,9 +33,9 @@ from typing import Any
 
 import numpy as np
 
-from rightsize.probes.data import SplitData
-from rightsize.probes.predict import Probe
-from rightsize.probes.seeds import add_spread
+from rightsize.probes.engine.data import SplitData
+from rightsize.probes.engine.predict import Probe
+from rightsize.probes.evaluation.seeds import add_spread
 
 
 @dataclass(frozen=True)

@@ -88,7 +88,7 @@ def check_weights_fit(probe: P, arch: dict[str, Any], weights: Path) -> P:
     number per row)."""
     import numpy as np
 
-    from rightsize.probes.data import SplitData
+    from rightsize.probes.engine.data import SplitData
 
     echo_dim, ecg_dim = arch.get("echo_dim"), arch.get("ecg_dim")
     if not isinstance(echo_dim, int) or not isinstance(ecg_dim, int):

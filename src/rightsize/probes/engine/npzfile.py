@@ -1,6 +1,6 @@
 """A numpy probe's weights: a frozen dataclass of arrays as ``weights.npz`` (no pickle).
 
-The ECG probe (:class:`~rightsize.probes.linear.LinearEcgProbe`) and the echo probe
+The ECG probe (:class:`~rightsize.probes.models.ecg.LinearEcgProbe`) and the echo probe
 (:class:`~rightsize.probes.accel.echo_numpy.AttentiveEchoProbe`) save every field under its own
 name, written atomically, and read back with ``allow_pickle=False``.
 """

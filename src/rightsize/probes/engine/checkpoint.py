@@ -25,10 +25,10 @@ from typing import Any
 from rightsize.atomic import write_json
 from rightsize.errors import DataError, InputError
 from rightsize.probe_registry import entry, resolve
-from rightsize.probes.data import Standardizer
-from rightsize.probes.integrity import check_weights_fit
-from rightsize.probes.npzfile import WEIGHTS as NPZ_WEIGHTS
-from rightsize.probes.predict import Probe
+from rightsize.probes.engine.data import Standardizer
+from rightsize.probes.engine.integrity import check_weights_fit
+from rightsize.probes.engine.npzfile import WEIGHTS as NPZ_WEIGHTS
+from rightsize.probes.engine.predict import Probe
 
 FORMAT = 1
 SIDECAR = "checkpoint.json"
@@ -109,7 +109,7 @@ def load_checkpoint(model_dir: str | os.PathLike[str], probe: str | None = None,
     if weights == NPZ_WEIGHTS:
         model = resolve(spec.numpy_model).load(model_dir)
         return check_weights_fit(Probe(name, model, std), side["arch"], wpath), side
-    from rightsize.probes.torch_model import load_torch_model
+    from rightsize.probes.engine.torch_model import load_torch_model
 
     try:
         model = load_torch_model(name, side["arch"], device, accelerate)

@@ -13,7 +13,7 @@ from rightsize.probe_registry import PROBES, check_probe_list
 
 DEVICES = ("cpu", "cuda", "auto")
 # Keys of a probe's block that shape its training, not its model: left out of its
-# architecture (:meth:`rightsize.probes.estimator.Estimator.arch`, checkpoints)
+# architecture (:meth:`rightsize.probes.engine.estimator.Estimator.arch`, checkpoints)
 SCHEDULE_KEYS = ("epochs", "modality_dropout")
 
 
@@ -35,7 +35,7 @@ class EcgConfig:
 
     alphas: tuple[float, ...] = (1.0, 10.0, 100.0, 1e3, 1e4, 1e5)   # Ridge L2 strengths
     Cs: tuple[float, ...] = (1e-4, 1e-3, 1e-2, 1e-1, 1.0)           # inverse L2 strengths
-    max_iter: int = 1000    # logistic regression L-BFGS iterations (rightsize.probes.glm)
+    max_iter: int = 1000    # logistic regression L-BFGS iterations (rightsize.probes.models.glm)
 
     def validate(self, key: str) -> None:
         """Check ranges (message names the dotted key)."""

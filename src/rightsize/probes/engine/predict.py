@@ -1,9 +1,9 @@
 """A trained probe of any kind behind one interface: LVEF predictions and EF<=40 scores.
 
 :class:`Probe` is a fitted model with the train-split target standardization. The model is
-whatever its trainer handed back: a :class:`~rightsize.probes.torch_model.TorchModel`
+whatever its trainer handed back: a :class:`~rightsize.probes.engine.torch_model.TorchModel`
 (a torch module and its forward) or a numpy model (the ECG probe's
-:class:`~rightsize.probes.linear.LinearEcgProbe`, the echo accelerator's arrays). Each has
+:class:`~rightsize.probes.models.ecg.LinearEcgProbe`, the echo accelerator's arrays). Each has
 ``predict_z(data)``, ``n_params`` and ``save(dir)``; one that scores EF<=40 its own way has
 ``ef_score(data)``, one that attends has ``attention(data)``.
 """
@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from rightsize.probes.data import SplitData, Standardizer
+from rightsize.probes.engine.data import SplitData, Standardizer
 
 
 @dataclass

@@ -14,8 +14,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from rightsize.probes.data import Moments
-from rightsize.probes.featurenorm import FeatureNorm
+from rightsize.probes.engine.data import Moments
+from rightsize.probes.models.featurenorm import FeatureNorm
 
 Batch = dict[str, torch.Tensor]
 

@@ -1,7 +1,7 @@
 """The ``ecg`` probe: linear models on the ECG vector.
 
 Ridge regresses the standardized LVEF; L2 logistic regression scores EF<=40 (both fitted
-by :mod:`rightsize.probes.glm`, numpy only; scikit-learn is their test oracle). The features
+by :mod:`rightsize.probes.models.glm`, numpy only; scikit-learn is their test oracle). The features
 are the subject's ECG vector, or the mean of its ECG tokens (:func:`ecg_features`),
 standardized with train-split moments over rows that have an ECG; a row without an ECG
 becomes the all-zero standardized vector (mean imputation), so it gets the intercepts.
@@ -22,10 +22,10 @@ from typing import Any
 import numpy as np
 
 from rightsize.errors import DataError
-from rightsize.probes.config import EcgConfig
-from rightsize.probes.data import SplitData, Standardizer, ecg_tokens
-from rightsize.probes.npzfile import load_npz, save_npz
-from rightsize.probes.runlog import RunLog
+from rightsize.probes.engine.config import EcgConfig
+from rightsize.probes.engine.data import SplitData, Standardizer, ecg_tokens
+from rightsize.probes.engine.npzfile import load_npz, save_npz
+from rightsize.probes.engine.runlog import RunLog
 
 
 def ecg_features(ecg: np.ndarray) -> np.ndarray:
@@ -91,7 +91,7 @@ def fit_linear(train: SplitData, val: SplitData, std: Standardizer, cfg: EcgConf
     """
     from threadpoolctl import threadpool_limits
 
-    from rightsize.probes.glm import logistic_fit, ridge_path
+    from rightsize.probes.models.glm import logistic_fit, ridge_path
 
     rows = train.has_ecg
     if rows.sum() < 2:
@@ -139,10 +139,10 @@ def fit_linear(train: SplitData, val: SplitData, std: Standardizer, cfg: EcgConf
 
 def fit_probe(est: Any, train: SplitData, val: SplitData, std: Standardizer,
               runlog: RunLog | None = None) -> Any:
-    """The ECG probe as a :class:`~rightsize.probes.estimator.FitResult` (one "epoch");
-    ``est`` is its :class:`~rightsize.probes.estimator.Estimator`."""
-    from rightsize.probes.estimator import FitResult
-    from rightsize.probes.predict import Probe
+    """The ECG probe as a :class:`~rightsize.probes.engine.estimator.FitResult` (one "epoch");
+    ``est`` is its :class:`~rightsize.probes.engine.estimator.Estimator`."""
+    from rightsize.probes.engine.estimator import FitResult
+    from rightsize.probes.engine.predict import Probe
 
     model, grid = fit_linear(train, val, std, est.sub, threads=est.cfg.threads)
     t1 = time.time()

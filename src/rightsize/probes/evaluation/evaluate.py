@@ -10,7 +10,7 @@ probe reads a subject's ECG tokens, from the checkpoint's arch) and, for the fus
 ``attention_entropy.{echo_to_ecg,ecg_to_echo}`` (+ ``*_max`` = mean log(n_keys) and
 ``*_null`` = mean weight on the null token). The seed replicas' keys and, with a truth file
 of planted ECG tokens, ``attention.echo_to_ecg`` come from
-:func:`rightsize.probes.seeds.evaluate_replicas`.
+:func:`rightsize.probes.evaluation.seeds.evaluate_replicas`.
 """
 
 from __future__ import annotations
@@ -21,10 +21,15 @@ from typing import Any
 import numpy as np
 
 from rightsize.cohort.arrays import CohortArrays
-from rightsize.probes.bootstrap import abs_errors, bootstrap_indices, mae_samples, summarize
-from rightsize.probes.config import EvaluateConfig
-from rightsize.probes.data import SplitData, split_data
-from rightsize.probes.predict import Probe
+from rightsize.probes.engine.config import EvaluateConfig
+from rightsize.probes.engine.data import SplitData, split_data
+from rightsize.probes.engine.predict import Probe
+from rightsize.probes.evaluation.bootstrap import (
+    abs_errors,
+    bootstrap_indices,
+    mae_samples,
+    summarize,
+)
 
 
 def score_split(probe: Probe, test: SplitData, n_boot: int, seed: int,

@@ -2,7 +2,7 @@
 
 ``train.seeds: K`` trains K replicas of each probe from seeds ``train.seed ...
 train.seed + K - 1`` (:func:`seed_list`), together, in the one loop
-(:mod:`rightsize.probes.loop`; K = 1 is the same path). The ECG probe is closed-form and
+(:mod:`rightsize.probes.engine.loop`; K = 1 is the same path). The ECG probe is closed-form and
 does not draw random numbers: its K replicas are one fit (spread exactly 0).
 
 Metrics files carry, beside each seed-0 value, its spread across replicas as scalar keys
@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 
 from rightsize.cohort.arrays import CohortArrays
-from rightsize.probes.config import TrainConfig
-from rightsize.probes.runlog import RunLog
+from rightsize.probes.engine.config import TrainConfig
+from rightsize.probes.engine.runlog import RunLog
 
 
 def seed_list(cfg: TrainConfig) -> list[int]:
@@ -31,9 +31,9 @@ def seed_list(cfg: TrainConfig) -> list[int]:
 
 def train_seeds(name: str, arrays: CohortArrays, cfg: TrainConfig, device: str = "cpu",
                 runlog: RunLog | None = None) -> list[Any]:
-    """One :class:`~rightsize.probes.estimator.FitResult` per seed of :func:`seed_list`
-    (:func:`rightsize.probes.train.train_seeds`)."""
-    from rightsize.probes.train import train_seeds as fit
+    """One :class:`~rightsize.probes.engine.estimator.FitResult` per seed of :func:`seed_list`
+    (:func:`rightsize.probes.engine.train.train_seeds`)."""
+    from rightsize.probes.engine.train import train_seeds as fit
 
     return fit(name, arrays, cfg, device, runlog)
 
@@ -88,7 +88,7 @@ def save_replicas(model_dir: str | Path, fits: list[Any], seeds: list[int],
                   info: dict[str, Any]) -> None:
     """Checkpoints of replicas 1 ... K-1 under ``<model_dir>/replicas/r<k>`` (weights +
     sidecar, as replica 0's); stale replica directories from a larger K are removed."""
-    from rightsize.probes.checkpoint import save_checkpoint
+    from rightsize.probes.engine.checkpoint import save_checkpoint
 
     root = Path(model_dir) / REPLICAS_DIR
     for stale in replica_dirs(model_dir):
@@ -124,10 +124,10 @@ def evaluate_replicas(model_dir: str | Path, probe: Any, sidecar: dict[str, Any]
 
     With ``planted`` (the test split's planted ECG token per row, -1 where none: the truth
     file's) and replicas that attend from the echo to the ECG tokens, also
-    ``attention.echo_to_ecg`` (:func:`rightsize.probes.planted.planted_attention`)."""
-    from rightsize.probes.bootstrap import auroc
-    from rightsize.probes.checkpoint import load_checkpoint
-    from rightsize.probes.data import split_data
+    ``attention.echo_to_ecg`` (:func:`rightsize.probes.evaluation.planted.planted_attention`)."""
+    from rightsize.probes.engine.checkpoint import load_checkpoint
+    from rightsize.probes.engine.data import split_data
+    from rightsize.probes.evaluation.bootstrap import auroc
 
     test, val = split_data(arrays, "test"), split_data(arrays, "val")
     members = [(probe, sidecar)]
@@ -149,7 +149,7 @@ def evaluate_replicas(model_dir: str | Path, probe: Any, sidecar: dict[str, Any]
                         "val": {"mae": rows["val_mae"]}, "": {"best_epoch": rows["best_epoch"]}})
     out = {**keys, "n_seeds": len(members), "seeds": per_seed(seeds, rows)}
     if planted is not None:
-        from rightsize.probes.planted import planted_attention
+        from rightsize.probes.evaluation.planted import planted_attention
 
         node = planted_attention([m for m, _ in members], test, planted)
         if node is not None:

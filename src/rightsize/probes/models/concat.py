@@ -6,7 +6,7 @@ MLP (Linear, GELU, Dropout, Linear) reads them side by side. The inputs arrive a
 coordinates (:meth:`ConcatMLPProbe.encode`, the fixed part; clips and ECG tokens are
 pooled there, which commutes with the linear normalization); the first layer on
 ``[echo || ECG]`` is the sum of its two column blocks, each applied to its input's PCA
-reconstruction as ``(W B) c`` (:meth:`~rightsize.probes.featurenorm.FeatureNorm.lift`).
+reconstruction as ``(W B) c`` (:meth:`~rightsize.probes.models.featurenorm.FeatureNorm.lift`).
 
 EF<=40 is not a separate head: its score is the negated LVEF prediction (EF<=40 is a
 threshold of LVEF, so the regression output ranks it directly; AUROC is rank-based).
@@ -17,8 +17,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from rightsize.probes.data import Moments
-from rightsize.probes.featurenorm import FeatureNorm, masked_mean
+from rightsize.probes.engine.data import Moments
+from rightsize.probes.models.featurenorm import FeatureNorm, masked_mean
 
 Batch = dict[str, torch.Tensor]
 

@@ -3,10 +3,10 @@
 Every gradient-trained probe (echo, concat, fused) trains here, K = 1 as well as the
 default pipeline's K = ``train.seeds``; the closed-form ECG probe has no loop. What a step
 computes is the trainer's business: the textbook trainer (autograd of the probe's textbook
-forward, :class:`rightsize.probes.torch_replicas.Lockstep`) or an accelerator's
+forward, :class:`rightsize.probes.engine.torch_replicas.Lockstep`) or an accelerator's
 (:mod:`rightsize.probes.accel`). The loop owns what every probe shares: epochs of
 ``ceil(n / batch_size)`` steps over a per-replica permutation, the step wall times,
-replica 0's curves and events (:class:`~rightsize.probes.runlog.RunLog`), and the choice
+replica 0's curves and events (:class:`~rightsize.probes.engine.runlog.RunLog`), and the choice
 of each replica's best epoch (lowest validation MSE, the first on ties).
 
 A replica's numbers do not depend on its companions: replica ``k`` draws its own
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from rightsize.errors import InputError
-from rightsize.probes.runlog import RunLog
+from rightsize.probes.engine.runlog import RunLog
 
 log = logging.getLogger(__name__)
 

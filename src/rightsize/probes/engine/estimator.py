@@ -2,10 +2,10 @@
 
 An :class:`Estimator` is a probe's registry entry (:mod:`rightsize.probe_registry`) with
 the ``train`` config. ``fit`` trains K replicas and returns one :class:`FitResult` per
-seed, each holding a :class:`~rightsize.probes.predict.Probe` (predict / mae / attention,
-saved and loaded by :mod:`rightsize.probes.checkpoint`); train, evaluate, the
+seed, each holding a :class:`~rightsize.probes.engine.predict.Probe` (predict / mae / attention,
+saved and loaded by :mod:`rightsize.probes.engine.checkpoint`); train, evaluate, the
 missing-modality test, the footprint and the seed replicas all go through these. A
-gradient-trained probe runs the one loop (:func:`rightsize.probes.loop.train`) with the
+gradient-trained probe runs the one loop (:func:`rightsize.probes.engine.loop.train`) with the
 trainer of the accelerator that applies (:func:`rightsize.probes.accel.select`) or the
 textbook trainer (autograd of the probe's textbook forward); a closed-form probe (ECG) is
 fitted once, its replicas identical.
@@ -23,11 +23,11 @@ from typing import Any
 from rightsize.errors import InputError
 from rightsize.probe_registry import Entry, entry, resolve
 from rightsize.probes import accel
-from rightsize.probes.config import SCHEDULE_KEYS, TrainConfig
-from rightsize.probes.data import Moments, SplitData, Standardizer, ecg_tokens
-from rightsize.probes.loop import train as train_loop
-from rightsize.probes.predict import Probe
-from rightsize.probes.runlog import RunLog
+from rightsize.probes.engine.config import SCHEDULE_KEYS, TrainConfig
+from rightsize.probes.engine.data import Moments, SplitData, Standardizer, ecg_tokens
+from rightsize.probes.engine.loop import train as train_loop
+from rightsize.probes.engine.predict import Probe
+from rightsize.probes.engine.runlog import RunLog
 
 
 @dataclass
@@ -74,7 +74,7 @@ class Estimator:
     def arch(self, data: SplitData) -> dict[str, Any]:
         """The JSON-able architecture of a model for ``data``'s input geometry: the probe,
         input dims, ECG tokens and their pooling, ``pca_rank``, and every key of the probe's
-        block that shapes the model (not :data:`~rightsize.probes.config.SCHEDULE_KEYS`)."""
+        block that shapes the model (not :data:`~rightsize.probes.engine.config.SCHEDULE_KEYS`)."""
         arch: dict[str, Any] = {"probe": self.name, "echo_dim": int(data.echo.shape[-1]),
                                 "ecg_dim": int(data.ecg.shape[-1]),
                                 "pca_rank": int(self.cfg.pca_rank)}
@@ -124,7 +124,7 @@ class Estimator:
             if acc is not None:
                 trainer = acc.trainer(job)
             else:
-                from rightsize.probes.torch_replicas import textbook_trainer
+                from rightsize.probes.engine.torch_replicas import textbook_trainer
 
                 trainer = textbook_trainer(job)
             reps = train_loop(trainer, len(train), self.cfg.batch_size, self.sub.epochs,
@@ -144,7 +144,7 @@ class Estimator:
     def _runtime(self, acc: accel.Accelerator | None) -> Iterator[None]:
         """torch seeded and at ``train.threads`` threads, or numpy's BLAS at that many."""
         if acc is None or acc.uses_torch:
-            from rightsize.probes.torch_replicas import torch_runtime
+            from rightsize.probes.engine.torch_replicas import torch_runtime
 
             with torch_runtime(self.cfg.seed, self.cfg.threads, self.device):
                 yield

@@ -1,4 +1,4 @@
-"""K replicas of a torch probe for the one loop (:mod:`rightsize.probes.loop`).
+"""K replicas of a torch probe for the one loop (:mod:`rightsize.probes.engine.loop`).
 
 Replica ``k`` is the probe's module built under ``torch.manual_seed(seeds[k])`` (the
 initial weights a single run with that seed starts from). Its rows are shuffled, and its
@@ -29,7 +29,7 @@ from torch import nn
 
 from rightsize.errors import InputError
 from rightsize.probes.accel.adamw import AdamW
-from rightsize.probes.torch_model import Forward, TorchModel, encode_split, predict_encoded_z
+from rightsize.probes.engine.torch_model import Forward, TorchModel, encode_split, predict_encoded_z
 
 Batch = dict[str, torch.Tensor]
 # update(param, grad): a step may hand a gradient to the optimizer the moment it is final
@@ -71,7 +71,7 @@ def torch_runtime(seed: int, threads: int, device: str) -> Iterator[None]:
 
 
 def init_modules(job: Any) -> tuple[list[nn.Module], list[torch.Tensor]]:
-    """One module per seed of ``job`` (a :class:`~rightsize.probes.estimator.FitJob`), with
+    """One module per seed of ``job`` (a :class:`~rightsize.probes.engine.estimator.FitJob`), with
     the train moments loaded, and the global RNG state each initialization left behind."""
     models, rng_states = [], []
     for s in job.seeds:
