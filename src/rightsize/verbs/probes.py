@@ -147,12 +147,23 @@ def run_train(args: argparse.Namespace) -> int:
         raise InputError("--headline: needs --eval-json and --missing-json (its numbers "
                          "come from both)")
     ecfg = _evaluate_config(args) if args.eval_json or args.missing_json else None
-    from dataclasses import asdict
-
-    from rightsize.atomic import check_writable, staged_dir
+    from rightsize.atomic import check_writable
+    from rightsize.output_set import OutputSet
 
     check_writable(args.out, args.events, folder=True)
     check_writable(args.curve, args.metrics, args.eval_json, args.missing_json, args.headline)
+    # Every output is staged and renamed in together at the end, the model folder first out
+    # and last in: a failure or kill before then (a full disk included) leaves the previous
+    # run's set whole, and a model folder in place has its own run's logs and metrics.
+    with OutputSet(anchor=args.out) as outputs:
+        return _train(args, cfg, device, ecfg, outputs, start)
+
+
+def _train(args: argparse.Namespace, cfg: Any, device: str, ecfg: Any, outputs: Any,
+           start: float) -> int:
+    """Train, save, evaluate: every file into ``outputs`` (committed by the caller)."""
+    from dataclasses import asdict
+
     from rightsize.cohort.arrays import load_arrays
     from rightsize.measure import Timer, hardware_stamp, peak_rss_mb
     from rightsize.probes.engine.checkpoint import save_checkpoint
@@ -170,8 +181,8 @@ def run_train(args: argparse.Namespace) -> int:
         planted = _planted(args, arrays) if args.eval_json else None
     bar = console.Progress(f"{args.probe}: epoch", total=cfg.epochs(args.probe))
     with Timer() as t_fit, bar, RunLog(args.events, args.curve, time.time(),
-                                       on_epoch=_epoch_note(bar) if bar.enabled else None
-                                       ) as runlog:
+                                       on_epoch=_epoch_note(bar) if bar.enabled else None,
+                                       outputs=outputs) as runlog:
         fits = train_seeds(args.probe, arrays, cfg, device, runlog)
     fit = fits[0]
     peak_train = peak_rss_mb()
@@ -187,15 +198,17 @@ def run_train(args: argparse.Namespace) -> int:
         "train_mae": fit.train_mae, "val_mae": fit.val_mae,
         "n_train": int(arrays.index("train").size), "n_val": int(arrays.index("val").size),
     }
+    # what the model is, nothing measured: the same training writes the same bytes (timings,
+    # memory and the hardware stamp go to the metrics files)
     info = {"config": config, **summary,
-            "wall_clock_s": {"train": t_fit.seconds, "load": t_load.seconds},
-            "peak_rss_mb_train": peak_train, "hardware": hardware,
             "manifest": {k: arrays.metadata.get(k) for k in ("source", "seed", "format")},
             **fit.extra}
-    with Timer() as t_save, staged_dir(args.out) as staged:    # all of it, or none of it
+    cost = {"train_s": t_fit.seconds, "peak_rss_mb_train": peak_train}
+    with Timer() as t_save, outputs.folder(args.out) as staged:
         sidecar = save_checkpoint(staged, fit.probe, fit.arch, info)
         save_replicas(staged, fits, seed_list(cfg), {"config": config})
         record_contents(staged)
+    model_dir = outputs.staged(args.out)
     total = time.perf_counter() - start
     if args.metrics:
         from rightsize.probes.evaluation.seeds import merge
@@ -211,21 +224,23 @@ def run_train(args: argparse.Namespace) -> int:
             "hardware": hardware,
         }
         merge(metrics, train_spread(fits, seed_list(cfg)))
-        console.emit_json(args.metrics, _json_safe(metrics))
+        console.emit_json(args.metrics, _json_safe(metrics), outputs)
     console.info(f"{args.probe}: {sidecar['params']} params, best epoch {fit.best_epoch}/"
                  f"{fit.epochs}, val MAE {fit.val_mae:.3f}, {t_fit.seconds:.1f} s on {device}")
     if ecfg is not None:
         _torch_threads(cfg.threads)    # training restored torch's own setting
     results: dict[str, Any] = {}
     if args.eval_json:
-        results["eval"] = _evaluate_and_emit(args, args.out, args.eval_json, cfg, ecfg, arrays,
-                                             sidecar, fit.probe, device, time.perf_counter(),
-                                             planted)
+        results["eval"] = _evaluate_and_emit(args, str(model_dir), args.eval_json, cfg, ecfg,
+                                             arrays, sidecar, fit.probe, device,
+                                             time.perf_counter(), planted, cost, outputs)
     if args.missing_json:
         results["missing"] = _missing_and_emit(args, args.missing_json, cfg, ecfg, arrays,
-                                               sidecar, fit.probe, device, time.perf_counter())
+                                               sidecar, fit.probe, device, time.perf_counter(),
+                                               cost, outputs)
     if args.headline:
-        headline.write(args.headline, headline.headline("probe", args.probe, **results))
+        headline.write(args.headline, headline.headline("probe", args.probe, **results),
+                       outputs)
     return 0
 
 
@@ -284,14 +299,30 @@ def _json_safe(obj: Any) -> Any:
     return obj
 
 
-def _stamp(out: dict[str, Any], sidecar: dict[str, Any], eval_s: float, threads: int,
+def _train_cost(sidecar: dict[str, Any]) -> dict[str, float] | None:
+    """The training's seconds and peak RSS where an older sidecar recorded them (a folder
+    of today records none: they are measurements, and the folder holds only the model)."""
+    train_s = (sidecar.get("wall_clock_s") or {}).get("train")
+    if train_s is None:
+        return None
+    return {"train_s": float(train_s),
+            "peak_rss_mb_train": float(sidecar.get("peak_rss_mb_train", 0.0))}
+
+
+def _stamp(out: dict[str, Any], cost: dict[str, float] | None, eval_s: float, threads: int,
            device: str) -> dict[str, Any]:
+    """Timings, memory and hardware: ``wall_clock_s.train`` and ``peak_rss_mb_train`` when
+    ``cost`` (the process trained, or an older sidecar recorded them) says them."""
     from rightsize.measure import hardware_stamp, peak_rss_mb
 
-    train_s = float((sidecar.get("wall_clock_s") or {}).get("train", 0.0))
-    out["wall_clock_s"] = {"train": train_s, "eval": eval_s, "total": train_s + eval_s}
+    if cost is None:
+        out["wall_clock_s"] = {"eval": eval_s, "total": eval_s}
+    else:
+        train_s = cost["train_s"]
+        out["wall_clock_s"] = {"train": train_s, "eval": eval_s, "total": train_s + eval_s}
     out["peak_rss_mb"] = peak_rss_mb()
-    out["peak_rss_mb_train"] = float(sidecar.get("peak_rss_mb_train", 0.0))
+    if cost is not None:
+        out["peak_rss_mb_train"] = cost["peak_rss_mb_train"]
     out["hardware"] = hardware_stamp(threads, device)
     return out
 
@@ -301,7 +332,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     cfg, ecfg, arrays, sidecar, probe, device = _load(args)
     _evaluate_and_emit(args, args.model, args.json, cfg, ecfg, arrays, sidecar, probe, device,
-                       start, _planted(args, arrays))
+                       start, _planted(args, arrays), _train_cost(sidecar))
     return 0
 
 
@@ -333,7 +364,9 @@ def _planted(args: argparse.Namespace, arrays: Any) -> Any:
 
 def _evaluate_and_emit(args: argparse.Namespace, model_dir: str, target: str, cfg: Any,
                        ecfg: Any, arrays: Any, sidecar: dict[str, Any], probe: Any,
-                       device: str, start: float, planted: Any = None) -> dict[str, Any]:
+                       device: str, start: float, planted: Any = None,
+                       cost: dict[str, float] | None = None, outputs: Any = None
+                       ) -> dict[str, Any]:
     """Evaluate ``probe`` (saved in ``model_dir``), write its metrics JSON to ``target`` and
     return it.
 
@@ -351,8 +384,8 @@ def _evaluate_and_emit(args: argparse.Namespace, model_dir: str, target: str, cf
         merge(out, evaluate_replicas(model_dir, probe, sidecar, arrays, device, cfg.accelerate,
                                      planted))
     out["checkpoint_bytes"] = checkpoint_bytes(model_dir)
-    _stamp(out, sidecar, time.perf_counter() - start, cfg.threads, device)
-    console.emit_json(target, _json_safe(out))
+    _stamp(out, cost, time.perf_counter() - start, cfg.threads, device)
+    console.emit_json(target, _json_safe(out), outputs)
     t = out["test"]
     console.info(f"{args.probe}: test MAE {t['mae']:.3f} [{t['mae_lo']:.3f}, {t['mae_hi']:.3f}]"
                  f", AUROC {t['auroc']:.3f} [{t['auroc_lo']:.3f}, {t['auroc_hi']:.3f}]"
@@ -370,12 +403,14 @@ def run_missing(args: argparse.Namespace) -> int:
     """``rightsize missing-modality``: both present / echo absent / ECG absent to --json."""
     start = time.perf_counter()
     cfg, ecfg, arrays, sidecar, probe, device = _load(args)
-    _missing_and_emit(args, args.json, cfg, ecfg, arrays, sidecar, probe, device, start)
+    _missing_and_emit(args, args.json, cfg, ecfg, arrays, sidecar, probe, device, start,
+                      _train_cost(sidecar))
     return 0
 
 
 def _missing_and_emit(args: argparse.Namespace, target: str, cfg: Any, ecfg: Any, arrays: Any,
-                      sidecar: dict[str, Any], probe: Any, device: str, start: float
+                      sidecar: dict[str, Any], probe: Any, device: str, start: float,
+                      cost: dict[str, float] | None = None, outputs: Any = None
                       ) -> dict[str, Any]:
     """Score ``probe`` with each modality taken away, write the JSON to ``target``, return it."""
     from rightsize.probes.evaluation.missing import CONDITIONS, missing_modality
@@ -383,8 +418,8 @@ def _missing_and_emit(args: argparse.Namespace, target: str, cfg: Any, ecfg: Any
     with console.task(f"{args.probe}: {len(CONDITIONS)} conditions, paired bootstrap "
                       f"{ecfg.n_bootstrap_missing} resamples"):
         out = missing_modality(probe, arrays, ecfg)
-    _stamp(out, sidecar, time.perf_counter() - start, cfg.threads, device)
-    console.emit_json(target, _json_safe(out))
+    _stamp(out, cost, time.perf_counter() - start, cfg.threads, device)
+    console.emit_json(target, _json_safe(out), outputs)
     if not out["n_rows"]:
         console.warn(f"{args.probe} missing-modality: {out['note']}")
     for name in CONDITIONS if out["n_rows"] else ():
