@@ -140,15 +140,27 @@ class TorchModel:
         try:
             state = _read_state(path)
             self.module.load_state_dict(state)
-        except pickle.UnpicklingError:
-            raise DataError(f"{path}: refused: it holds pickled Python objects besides tensors, "
-                            "and rightsize loads no pickled code (a checkpoint must be "
-                            "tensors only; retrain the probe)") from None
+        except pickle.UnpicklingError as exc:
+            raise refused(path, exc) from None
         except (RuntimeError, OSError, EOFError, KeyError, ValueError, TypeError) as exc:
             msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             raise DataError(f"{path}: cannot load weights ({msg})") from None
         self.module.to(self.device).eval()
         return self
+
+
+def refused(path: Path, exc: pickle.UnpicklingError) -> DataError:
+    """The error for a ``weights.pt`` that ``torch.load(weights_only=True)`` stopped on: what
+    was refused and why, never torch's own text (it advises ``weights_only=False``)."""
+    import re
+
+    found = re.search(r"Unsupported global: GLOBAL ([\w.]+)", str(exc))
+    if found:
+        return DataError(f"{path}: refused: it holds a pickled Python object "
+                         f"({found.group(1)}) besides tensors, and rightsize loads no pickled "
+                         "code (a checkpoint must be tensors only; retrain the probe)")
+    return DataError(f"{path}: refused: not a file of tensors only (torch's restricted "
+                     "loader cannot read it, and rightsize loads no pickled code)")
 
 
 def _read_state(path: Path) -> dict[str, torch.Tensor]:

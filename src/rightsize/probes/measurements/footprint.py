@@ -148,9 +148,10 @@ def count_torch_params(path: Path) -> int:
 
     try:
         obj = torch.load(path, map_location="cpu", weights_only=True)
-    except pickle.UnpicklingError:      # never pass on torch's advice to unpickle it
-        raise DataError(f"{path}: refused: it holds pickled Python objects besides tensors "
-                        "(rightsize loads no pickled code)") from None
+    except pickle.UnpicklingError as exc:     # never pass on torch's advice to unpickle it
+        from rightsize.probes.engine.torch_model import refused
+
+        raise refused(path, exc) from None
     except Exception as exc:  # noqa: BLE001 - any other failure is a bad file
         raise DataError(f"{path}: not a loadable torch state_dict: "
                         f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
