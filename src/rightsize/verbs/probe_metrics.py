@@ -62,7 +62,8 @@ def evaluate_and_emit(args: argparse.Namespace, model_dir: str, target: str, cfg
     """
     from rightsize.probes.engine.checkpoint import checkpoint_bytes
     from rightsize.probes.evaluation.evaluate import evaluate_probe
-    from rightsize.probes.evaluation.seeds import evaluate_replicas, merge
+    from rightsize.probes.evaluation.replicas import evaluate_replicas
+    from rightsize.probes.evaluation.spread import merge
 
     with console.task(f"{args.probe}: predict and bootstrap {ecfg.n_bootstrap} resamples"):
         out = evaluate_probe(probe, sidecar, arrays, ecfg)

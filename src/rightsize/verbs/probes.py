@@ -169,13 +169,10 @@ def _train(args: argparse.Namespace, cfg: Any, device: str, ecfg: Any, outputs: 
     from rightsize.measure import Timer, hardware_stamp, peak_rss_mb
     from rightsize.probes.engine.checkpoint import save_checkpoint
     from rightsize.probes.engine.integrity import record_contents
+    from rightsize.probes.engine.replicas import save_replicas, seed_list
     from rightsize.probes.engine.runlog import RunLog
-    from rightsize.probes.evaluation.seeds import (
-        save_replicas,
-        seed_list,
-        train_seeds,
-        train_spread,
-    )
+    from rightsize.probes.engine.train import train_seeds
+    from rightsize.probes.evaluation.spread import train_spread
 
     with Timer() as t_load:
         arrays = load_arrays(args.manifest)
@@ -212,7 +209,7 @@ def _train(args: argparse.Namespace, cfg: Any, device: str, ecfg: Any, outputs: 
     model_dir = outputs.staged(args.out)
     total = time.perf_counter() - start
     if args.metrics:
-        from rightsize.probes.evaluation.seeds import merge
+        from rightsize.probes.evaluation.spread import merge
 
         metrics = {
             "probe": args.probe, "params": sidecar["params"], "arch": fit.arch, **summary,
@@ -222,7 +219,9 @@ def _train(args: argparse.Namespace, cfg: Any, device: str, ecfg: Any, outputs: 
             "wall_clock_s": {"load": t_load.seconds, "train": t_fit.seconds,
                              "save": t_save.seconds, "total": total},
             "peak_rss_mb": peak_rss_mb(), "peak_rss_mb_train": peak_train,
-            "hardware": hardware,
+            "hardware": hardware, "accelerator": fit.extra.get("accelerator", "none"),
+            **({"accelerator_skipped": fit.extra["accelerator_skipped"]}
+               if "accelerator_skipped" in fit.extra else {}),
         }
         merge(metrics, train_spread(fits, seed_list(cfg)))
         console.emit_json(args.metrics, pm.json_safe(metrics), outputs)
