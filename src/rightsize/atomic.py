@@ -226,7 +226,8 @@ def swap_dir(staged: str | os.PathLike[str], target: str | os.PathLike[str]) -> 
 def clear_staged(target: str | os.PathLike[str], kinds: tuple[str, ...] = (PARTIAL, "old")
                  ) -> list[Path]:
     """Delete the hidden ``.<target>.<kind>-*`` folders a killed :func:`staged_dir` (or
-    :func:`swap_dir`) of ``target`` left beside it; return them."""
+    :func:`swap_dir`) of ``target`` left beside it, and such files (staged by
+    :class:`rightsize.output_set.OutputSet`); return them."""
     target = Path(target)
     if not target.parent.is_dir():
         return []
@@ -235,6 +236,9 @@ def clear_staged(target: str | os.PathLike[str], kinds: tuple[str, ...] = (PARTI
         for leftover in target.parent.glob(f".{target.name}.{kind}-*"):
             if leftover.is_dir() and not leftover.is_symlink():
                 shutil.rmtree(leftover, ignore_errors=True)
+                gone.append(leftover)
+            elif leftover.is_file() and not leftover.is_symlink():
+                leftover.unlink(missing_ok=True)
                 gone.append(leftover)
     return gone
 

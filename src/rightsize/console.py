@@ -187,12 +187,17 @@ def progress(items: Iterable[T], total: int | None = None, what: str = "") -> It
             bar.advance()
 
 
-def emit_json(target: str, doc: Any) -> None:
-    """Write ``doc`` as indented JSON to ``target`` atomically, or to stdout when it is ``-``."""
+def emit_json(target: str, doc: Any, outputs: Any = None) -> None:
+    """Write ``doc`` as indented JSON to ``target`` atomically, or to stdout when it is ``-``;
+    with ``outputs`` (a :class:`rightsize.output_set.OutputSet`) staged there instead, to be
+    put in place with the command's other outputs."""
     if target == "-":
         json.dump(doc, sys.stdout, indent=2)
         sys.stdout.write("\n")
         sys.stdout.flush()
+        return
+    if outputs is not None:
+        outputs.write_json(target, doc)
         return
     from rightsize.atomic import write_json
 

@@ -1,4 +1,4 @@
-"""train under SIGKILL and SIGINT at seeded points (and right after weights.pt is renamed):
+"""train under SIGKILL and SIGINT at seeded points (and right after the weights are renamed):
 the model folder is the previous one or the new one, never a mix, and evaluate refuses a
 folder whose files disagree. Leftovers of a kill are hidden and cleared by the next run."""
 
@@ -12,8 +12,8 @@ import pytest
 import yaml
 from fault_helpers import hidden, killed, points, rightsize, snapshot, visible, writes
 
-from rightsize.errors import DataError
-from rightsize.probes.engine.integrity import CONTENTS, check_contents
+from rightsize.errors import IntegrityError
+from rightsize.probes.engine.integrity import CONTENTS, SELF, check_contents
 
 PROBE = "concat"
 
@@ -37,13 +37,11 @@ def _sidecar(model: Path) -> dict:
 
 
 def _weights(model: Path) -> dict[str, list]:
-    """Every weights.pt of the folder as plain lists (torch.save's bytes hold the temporary
-    file's name, so bytes differ between two saves of the same tensors)."""
-    import torch
+    """Every weights file of the folder as plain lists."""
+    from safetensors.torch import load_file
 
-    return {p.relative_to(model).as_posix(): {k: v.tolist() for k, v in
-                                              torch.load(p, weights_only=True).items()}
-            for p in sorted(model.rglob("weights.pt"))}
+    return {p.relative_to(model).as_posix(): {k: v.tolist() for k, v in load_file(p).items()}
+            for p in sorted(model.rglob("weights.safetensors"))}
 
 
 @pytest.fixture
@@ -66,8 +64,12 @@ def trained(project, tmp_path):
 
 
 def _state(work: Path, old: dict, mode: str) -> str:
-    """"old" or "new" for the model folder (asserting it is one of them, whole)."""
+    """"old" or "new" for the model folder (asserting it is one of them, whole); "absent"
+    only after SIGKILL between the renames that put a run's outputs in place."""
     model = work / "models" / PROBE
+    if not model.exists():
+        assert mode == "kill"
+        return "absent"
     if snapshot(model) == old["model"]:
         state = "old"
     else:
@@ -87,9 +89,9 @@ def test_killed_train_leaves_the_old_model_folder_or_the_new_one(trained, projec
     work, old = trained
     log = old["log"]
     at = points(len(log), 3, seed=23 if mode == "kill" else 24)
-    if mode == "int":      # the moment issue 26 names: right after weights.pt is renamed
+    if mode == "int":      # the moment issue 26 names: right after the weights are renamed
         at.append(1 + next(i for i, w in enumerate(log)
-                           if w.startswith("os.rename") and w.endswith("/weights.pt")))
+                           if w.startswith("os.rename") and w.endswith("/weights.safetensors")))
     seen = set()
     for point in sorted(set(at)):
         res = killed(work.parent, _args(project, work, old["params"]), mode, point)
@@ -117,22 +119,24 @@ def test_evaluate_refuses_a_folder_whose_files_disagree(trained, project, tmp_pa
     evaluate = ["evaluate", PROBE, "--params", project / "params.yaml", "--manifest",
                 project / "manifest.parquet", "--model", model, "--json", tmp_path / "e.json"]
 
-    shutil.copy(other / "models" / PROBE / "weights.pt", model / "weights.pt")   # new weights
-    res = rightsize(evaluate)                                            # beside the old rest
-    assert res.rc == 4 and f"{model / 'weights.pt'}: differs from the hash" in res.error_line()
+    shutil.copy(other / "models" / PROBE / "weights.safetensors",         # new weights beside
+                model / "weights.safetensors")                           # the old rest
+    res = rightsize(evaluate)
+    assert res.rc == 3
+    assert f"{model / 'weights.safetensors'}: differs from the hash" in res.error_line()
     assert not (tmp_path / "e.json").exists()
 
     shutil.rmtree(model)
     shutil.copytree(work.parent / "old" / "models" / PROBE, model)
     shutil.copytree(other / "models" / PROBE / "replicas" / "r2", model / "replicas" / "r2",
                     dirs_exist_ok=True)                                  # a replica of another run
-    with pytest.raises(DataError, match="replicas/r2/checkpoint.json: differs"):
+    with pytest.raises(IntegrityError, match="replicas/r2/checkpoint.json: differs"):
         check_contents(model, _sidecar(model))
 
     shutil.rmtree(model)
     shutil.copytree(work.parent / "old" / "models" / PROBE, model)
     side = _sidecar(model)
-    del side[CONTENTS]                                   # a folder from before the hashes
+    del side[CONTENTS], side[SELF]                       # a folder from before the hashes
     (model / "checkpoint.json").write_text(json.dumps(side))
     res = rightsize(evaluate)
     assert res.rc == 0, res.err

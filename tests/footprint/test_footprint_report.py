@@ -192,7 +192,7 @@ def _error_line(capsys: pytest.CaptureFixture[str]) -> str:
     ("data/manifest.parquet", "data/manifest.parquet: manifest not found"),
     ("metrics/eval/fused.json", "metrics/eval/fused.json: metrics file not found"),
     ("metrics/cohort.json", "metrics/cohort.json"),
-    ("models/ecg/weights.npz", "models/ecg: no weights.pt or weights.npz"),
+    ("models/ecg/weights.npz", "models/ecg: no weights.safetensors, weights.npz or weights.pt"),
 ])
 def test_missing_input_one_line(setup: Path, capsys: pytest.CaptureFixture[str],
                                 remove: str, needle: str) -> None:
@@ -209,7 +209,7 @@ def test_missing_rss_key_and_bad_weights(setup: Path, capsys: pytest.CaptureFixt
     _write_json(setup / "metrics" / "train" / "ecg.json", {"peak_rss_mb": 1.0})
     (setup / "models" / "fused" / "weights.pt").write_bytes(b"not a torch file")
     assert main(ARGV) == 4
-    assert "models/fused/weights.pt: not a loadable torch state_dict" in _error_line(capsys)
+    assert "models/fused/weights.pt: refused: not a file of tensors only" in _error_line(capsys)
 
 
 @pytest.mark.parametrize(("block", "key", "value", "needle"), [

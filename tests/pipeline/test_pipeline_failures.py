@@ -15,6 +15,7 @@ import pytest
 import torch
 import yaml
 from pipeline_helpers import dvc, git, repro_stages, run, set_params
+from safetensors.torch import load_file
 
 pytestmark = pytest.mark.slow
 
@@ -41,6 +42,8 @@ def _check_complete(path: Path) -> None:
     """Raise if ``path`` is not a complete file of its kind."""
     if path.suffix == ".json":
         json.loads(path.read_text())
+    elif path.suffix == ".safetensors":
+        load_file(path)
     elif path.suffix == ".pt":
         torch.load(path, weights_only=True)
     elif path.suffix == ".npz":
@@ -109,7 +112,7 @@ def test_killed_repro_leaves_no_partial_outputs_and_recovers(project, pipeline_e
     assert json.loads((project / "metrics/train/fused.json").read_text())["epochs"] == 4
     # the evaluation written by the same stage describes the new model, not the killed one
     assert json.loads((project / "metrics/eval/fused.json").read_text())["epochs"] == 4
-    torch.load(project / "models/fused/weights.pt", weights_only=True)
+    assert load_file(project / "models/fused/weights.safetensors")
     untracked = [ln for ln in git(project, pipeline_env, "status", "--porcelain").stdout
                  .splitlines() if ln.startswith("??")]
     assert untracked == [], f"left behind after kill + rerun: {untracked} (staging: {leftovers})"

@@ -132,8 +132,9 @@ def test_exp_show_has_few_columns_on_a_fresh_clone(built_project, pipeline_env, 
     assert len(header) == len(fixed) + len(names["metrics"]) + len(names["params"]) + len(deps)
     assert 60 <= len(names["metrics"]) <= 80, sorted(names["metrics"])
     # each stage lists its own verb files (editing one verb re-runs only its stages): 14 more
-    # source paths than one verbs/ folder, the price of the narrower re-runs
-    assert len(deps) <= 45, sorted(deps)
+    # source paths than one verbs/ folder, the price of the narrower re-runs; 2 more for
+    # output_set.py and verbs/probe_metrics.py (issue 35)
+    assert len(deps) <= 47, sorted(deps)
     # headline keys are unique, so DVC heads their columns with the key alone
     assert "fused.test_mae" in header and "demo.epoch_hours" in header
     assert not [h for h in header if h.startswith("metrics/")

@@ -45,8 +45,8 @@ if os.path.exists(out + '/weights.npz'):
     with np.load(out + '/weights.npz', allow_pickle=False) as d:
         arrays = [d[k] for k in sorted(d.files)]
 else:
-    import torch
-    state = torch.load(out + '/weights.pt', weights_only=True)
+    from safetensors.torch import load_file
+    state = load_file(out + '/weights.safetensors')
     arrays = [state[k].numpy() for k in sorted(state)]
 digest = hashlib.sha256(b''.join(a.tobytes() for a in arrays)).hexdigest()
 curve = open(sys.argv[sys.argv.index('--curve') + 1]).read()

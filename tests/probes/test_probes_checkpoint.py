@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import zipfile
 
 import numpy as np
 import pytest
@@ -42,10 +41,11 @@ def test_reload_reproduces_test_metrics_exactly(fits, cohort, tmp_path, name):
 def test_weights_hold_only_plain_tensors_and_arrays(fits, tmp_path):
     fused = fits["fused"][0]
     save_checkpoint(tmp_path / "fused", fused.probe, fused.arch, {})
-    state = torch.load(tmp_path / "fused" / "weights.pt", weights_only=True)
-    assert all(isinstance(v, torch.Tensor) for v in state.values())
-    with zipfile.ZipFile(tmp_path / "fused" / "weights.pt") as zf:    # no code objects
-        assert not [n for n in zf.namelist() if n.endswith(".py")]
+    from safetensors.torch import load_file
+
+    state = load_file(tmp_path / "fused" / "weights.safetensors")    # tensors only, by format
+    assert state and all(isinstance(v, torch.Tensor) for v in state.values())
+    assert set(state) == set(fused.probe.model.module.state_dict())
     ecg = fits["ecg"][0]
     save_checkpoint(tmp_path / "ecg", ecg.probe, ecg.arch, {})
     with np.load(tmp_path / "ecg" / "weights.npz", allow_pickle=False) as npz:
@@ -70,15 +70,15 @@ def test_load_errors_name_the_file(fits, tmp_path):
     save_checkpoint(tmp_path, fit.probe, fit.arch, {})
     with pytest.raises(InputError, match="holds probe 'concat', not 'fused'"):
         read_sidecar(tmp_path, "fused")
-    (tmp_path / "weights.pt").unlink()
-    with pytest.raises(InputError, match="weights.pt"):
+    (tmp_path / "weights.safetensors").unlink()
+    with pytest.raises(InputError, match="weights.safetensors"):
         load_checkpoint(tmp_path, "concat")
-    (tmp_path / "weights.pt").write_bytes(b"not a torch file")
-    with pytest.raises(DataError, match="weights.pt"):
+    (tmp_path / "weights.safetensors").write_bytes(b"not a safetensors file")
+    with pytest.raises(DataError, match="weights.safetensors"):
         load_checkpoint(tmp_path, "concat")
     echo = fits["echo"][0]                         # numpy probe: weights.npz
     save_checkpoint(tmp_path / "echo", echo.probe, echo.arch, {})
-    assert not (tmp_path / "echo" / "weights.pt").exists()
+    assert not (tmp_path / "echo" / "weights.safetensors").exists()
     (tmp_path / "echo" / "weights.npz").unlink()
     with pytest.raises(InputError, match="weights.npz"):
         load_checkpoint(tmp_path / "echo", "echo")
@@ -93,7 +93,7 @@ def test_load_errors_name_the_file(fits, tmp_path):
 @pytest.mark.parametrize("accelerate", [True, False])
 def test_the_weights_file_follows_the_model_the_trainer_made(cohort, tmp_path, accelerate):
     """The echo probe's accelerator trains numpy arrays (weights.npz), its textbook trainer a
-    torch module (weights.pt): each checkpoint names its file and reloads to the same
+    torch module (weights.safetensors): each checkpoint names its file and reloads to the same
     predictions, whatever the other kind left in the folder."""
     import dataclasses
 
@@ -105,7 +105,7 @@ def test_the_weights_file_follows_the_model_the_trainer_made(cohort, tmp_path, a
     fit = train_probe("echo", cohort, dataclasses.replace(cfg, echo=dataclasses.replace(
         cfg.echo, epochs=3)))
     side = save_checkpoint(tmp_path, fit.probe, fit.arch, {})
-    assert side["weights"] == ("weights.npz" if accelerate else "weights.pt")
+    assert side["weights"] == ("weights.npz" if accelerate else "weights.safetensors")
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["checkpoint.json",
                                                                  side["weights"]])
     probe, _ = load_checkpoint(tmp_path, "echo", accelerate=accelerate)

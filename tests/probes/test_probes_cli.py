@@ -57,10 +57,9 @@ def test_train_then_evaluate_writes_stable_keys(work, probe):
     assert m["best_epoch"] == train["best_epoch"]
     assert m["params"] == train["params"] > 0
     assert m["checkpoint_bytes"] > 0 and m["mean_predictor_mae"] > 0
-    w = m["wall_clock_s"]
-    assert w["train"] == train["wall_clock_s"]["train"]
-    assert w["total"] == pytest.approx(w["train"] + w["eval"])
-    assert m["peak_rss_mb"] > 0 and m["peak_rss_mb_train"] == train["peak_rss_mb_train"]
+    w = m["wall_clock_s"]            # a separate evaluate knows its own process only: the
+    assert "train" not in w and w["total"] == w["eval"] > 0   # model folder holds no timings
+    assert m["peak_rss_mb"] > 0 and "peak_rss_mb_train" not in m
     assert set(m["hardware"]) >= {"cpu", "cores", "threads", "torch", "device"}
     if probe == "fused":
         ent = m["attention_entropy"]
@@ -81,7 +80,7 @@ def test_evaluate_twice_gives_identical_metrics(work):
 
 # What may differ between the evaluation in the train process and a separate evaluate
 # process: the clocks, the process's peak RSS and the time the bootstrap took.
-_PROCESS_KEYS = ("wall_clock_s", "peak_rss_mb", "bootstrap_s")
+_PROCESS_KEYS = ("wall_clock_s", "peak_rss_mb", "peak_rss_mb_train", "bootstrap_s")
 
 
 @pytest.mark.parametrize("probe", PROBES)
@@ -95,7 +94,8 @@ def test_train_eval_and_missing_json_equal_separate_processes(work, tmp_path, pr
     assert _eval(work, "missing-modality", probe, tmp_path / "mm_separate.json", model=out) == 0
     for pair in (("in_train.json", "separate.json"), ("mm_in_train.json", "mm_separate.json")):
         a, b = (json.loads((tmp_path / n).read_text()) for n in pair)
-        assert set(a) == set(b)
+        assert set(a) - {"peak_rss_mb_train"} == set(b)     # the training process's own
+        assert a["wall_clock_s"]["train"] > 0 and "train" not in b["wall_clock_s"]
         for key in _PROCESS_KEYS:
             a.pop(key, None), b.pop(key, None)
         assert a == b    # every model metric bit for bit, checkpoint bytes, hardware stamp
@@ -248,4 +248,4 @@ def test_auto_device_falls_back_to_cpu(work, tmp_path):
                  str(work / "manifest.parquet"), "--out", str(out), "--device", "auto",
                  "-q"]) == 0
     side = json.loads((out / "checkpoint.json").read_text())
-    assert side["hardware"]["device"].startswith(resolve_device("auto"))
+    assert side["config"]["device"] == resolve_device("auto") and "hardware" not in side

@@ -139,6 +139,9 @@ def test_cli_refuses_a_checkpoint_of_other_ecg_tokens_naming_both(tmp_path, caps
     assert doc["arch"]["ecg_tokens"] == 1
     doc["arch"]["ecg_tokens"] = 16                 # as if trained on a 16-token manifest
     side.write_text(json.dumps(doc))
+    from rightsize.probes.engine.integrity import record_contents
+
+    record_contents(tmp_path / "m")                # sealed: the hash check passes
     capsys.readouterr()
     rc = main([verb, "concat", *common, "--model", str(tmp_path / "m"),
                "--json", str(tmp_path / "out.json")])

@@ -133,6 +133,9 @@ def test_evaluate_rejects_a_replica_trained_with_another_config(work, tmp_path, 
     doc = json.loads(side.read_text())
     doc["config"]["lr"] = doc["config"]["lr"] * 2            # as if trained by another run
     side.write_text(json.dumps(doc))
+    from rightsize.probes.engine.integrity import record_contents
+
+    record_contents(work / "m_echo")          # sealed: the folder's hashes agree, its configs not
     capsys.readouterr()
     assert _run(work, "evaluate", "echo", params, "--json", tmp_path / "eval.json") == 4
     err = capsys.readouterr().err

@@ -12,17 +12,14 @@ subject, -1 for none) and ``chunks()`` (the rows as :class:`~rightsize.cohort.ma
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from rightsize.atomic import atomic_path
 from rightsize.cohort.arrays import SPLITS
 from rightsize.cohort.config import CohortConfig, payload_bytes
 from rightsize.cohort.manifest import (
@@ -32,6 +29,7 @@ from rightsize.cohort.manifest import (
     manifest_schema,
 )
 from rightsize.cohort.validate import ManifestSummary, checker_for
+from rightsize.output_set import OutputSet
 
 log = logging.getLogger(__name__)
 
@@ -92,14 +90,19 @@ def cohort_metadata(cfg: CohortConfig, source: Any) -> dict[str, Any]:
 
 def build_manifest(cfg: CohortConfig, out: str | os.PathLike[str],
                    on_chunk: Callable[[int], None] | None = None,
-                   truth: str | os.PathLike[str] | None = None) -> BuildReport:
-    """Build the manifest described by ``cfg`` at ``out`` (atomic; validated while written).
+                   truth: str | os.PathLike[str] | None = None,
+                   outputs: OutputSet | None = None) -> BuildReport:
+    """Build the manifest described by ``cfg`` at ``out`` (validated while written).
 
     Raises DataError/InputError for bad inputs; nothing is left at ``out`` (or ``truth``)
     on failure. ``on_chunk``, if given, is called with the rows written so far after each
-    row group. ``truth``, if given, receives the planted truth (:mod:`rightsize.cohort.truth`),
-    renamed into place right after the manifest.
+    row group. ``truth``, if given, receives the planted truth (:mod:`rightsize.cohort.truth`).
+    Both are staged in ``outputs`` (the caller commits them with its other outputs); without
+    it they are put in place together, the manifest last, before this returns.
     """
+    if outputs is None:
+        with OutputSet(anchor=out) as own:
+            return build_manifest(cfg, out, on_chunk, truth, own)
     from rightsize.cohort.truth import write_truth
 
     source = open_source(cfg)
@@ -107,21 +110,20 @@ def build_manifest(cfg: CohortConfig, out: str | os.PathLike[str],
     schema = manifest_schema(cfg.max_clips, cfg.echo_dim, cfg.ecg_dim, meta,
                              ecg_tokens=int(source.ecg_tokens))
     checker = checker_for(meta, str(out))
-    with contextlib.ExitStack() as stack:
-        truth_tmp = None if truth is None else stack.enter_context(atomic_path(truth))
-        with ManifestWriter(out, schema) as writer:
-            for chunk in source.chunks():
-                batch = chunk_to_batch(chunk, schema)
-                checker.check(batch, writer.rows)
-                writer.write(batch)
-                if on_chunk is not None:
-                    on_chunk(writer.rows)
-            summary = checker.finish(meta)
-            if truth_tmp is not None:
-                matched, planted = source.truth()
-                write_truth(truth_tmp, source.subject_id, source.split, matched, planted,
-                            {"source": cfg.source, "seed": cfg.seed,
-                             "ecg_tokens": int(source.ecg_tokens)})
-    size = Path(out).stat().st_size
+    with outputs.file(out) as staged, ManifestWriter(staged, schema) as writer:
+        for chunk in source.chunks():
+            batch = chunk_to_batch(chunk, schema)
+            checker.check(batch, writer.rows)
+            writer.write(batch)
+            if on_chunk is not None:
+                on_chunk(writer.rows)
+        summary = checker.finish(meta)
+    if truth is not None:
+        matched, planted = source.truth()
+        with outputs.file(truth) as staged:
+            write_truth(staged, source.subject_id, source.split, matched, planted,
+                        {"source": cfg.source, "seed": cfg.seed,
+                         "ecg_tokens": int(source.ecg_tokens)})
+    size = outputs.staged(out).stat().st_size
     log.debug("wrote %s: %d rows, %d bytes", out, summary.n_rows, size)
     return BuildReport(path=str(out), summary=summary, metadata=meta, manifest_bytes=size)

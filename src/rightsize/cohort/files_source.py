@@ -22,7 +22,8 @@ Expected inputs (paths from ``cohort.files``, relative to the working directory)
     cut into ``cohort.splits`` sizes; with it, its counts must equal ``cohort.splits``.
 
 The labels file defines the cohort: one manifest row per labelled subject, sorted by
-``subject_id``; embedding rows of unlabelled subjects are ignored (a warning counts them). A
+``subject_id``; embedding rows of unlabelled subjects are ignored (a warning counts them),
+but an embedding file with no rows, or no row of a labelled subject, is an error naming it. A
 labelled subject without echo clips (ECG row) gets ``has_echo`` (``has_ecg``) false and
 zeros. Subject ids are compared as strings (integer ids are cast: ``7`` matches ``"7"``
 but not ``"007"``). ``ef_le_40`` is ``lvef <= ef_threshold``. The files carry no planted
@@ -73,8 +74,14 @@ class FilesCohort:
         idx = pc.index_in(ids, value_set=self.subject_id)
         return idx.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
 
-    def _warn_unlabelled(self, path: Path, rows: np.ndarray, what: str) -> None:
+    def _check_labelled(self, path: Path, rows: np.ndarray, what: str) -> None:
+        """Refuse a file that gives no labelled subject a row; warn about unlabelled rows."""
+        if not rows.size:
+            raise DataError(f"{path}: no rows (every subject would lack this modality)")
         n_out = int((rows < 0).sum())
+        if n_out == rows.size:
+            raise DataError(f"{path}: none of its {n_out} {what} belongs to a subject in "
+                            f"{self.labels_path} (subject ids compared as strings)")
         if n_out:
             console.warn(f"{path}: {n_out} {what} of subjects without labels ignored")
 
@@ -88,7 +95,7 @@ class FilesCohort:
         if dup is not None:
             raise DataError(f"{path}: column subject_id: duplicate subject {ids[dup]}")
         rows = self._rows_of(ids)
-        self._warn_unlabelled(path, rows, "ECG rows")
+        self._check_labelled(path, rows, "ECG rows")
         self._ecg = RowFetcher(pf, "embedding")
         depth = embeddings.list_depth(pf.schema_arrow.field("embedding").type, str(path),
                                       "embedding")
@@ -133,7 +140,7 @@ class FilesCohort:
             raise DataError(f"{path}: column clip: null clip index")
         clip = clip_col.to_numpy().astype(np.int64)
         rows = self._rows_of(ids)
-        self._warn_unlabelled(path, rows, "clip rows")
+        self._check_labelled(path, rows, "clip rows")
         file_row = np.flatnonzero(rows >= 0)
         row, clip = rows[file_row], clip[file_row]
         order = np.lexsort((clip, row))

@@ -31,7 +31,6 @@ atomically (a reader never sees a half-written manifest).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
@@ -44,7 +43,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from rightsize.atomic import atomic_path
 from rightsize.cohort.arrays import SPLITS
 from rightsize.cohort.columns import numbers, single, string_codes
 from rightsize.cohort.input_files import open_parquet
@@ -135,7 +133,8 @@ def chunk_to_batch(chunk: Chunk, schema: pa.Schema) -> pa.RecordBatch:
 
 
 class ManifestWriter:
-    """Write a manifest row group by row group to a temporary file, renamed on success.
+    """Write a manifest row group by row group to ``path`` (the caller's staged name: see
+    :func:`rightsize.cohort.build.build_manifest`).
 
     Use as a context manager; each :meth:`write` call becomes one parquet row group, so
     peak memory is one chunk plus the writer's page buffers, never the whole cohort.
@@ -145,17 +144,15 @@ class ManifestWriter:
         self.path = Path(path)
         self.schema = schema
         self.rows = 0
-        self._stack = contextlib.ExitStack()
         self._writer: pq.ParquetWriter | None = None
 
     def __enter__(self) -> ManifestWriter:
-        tmp = self._stack.enter_context(atomic_path(self.path))
-        self._writer = self._stack.enter_context(pq.ParquetWriter(
-            tmp, self.schema,
+        self._writer = pq.ParquetWriter(
+            self.path, self.schema,
             compression="zstd",   # padded clips are zeros: ~half the echo column at 8 clips
             use_dictionary=["split"],
             write_statistics=["subject_id", "split", "lvef", "n_clips"],
-        ))
+        )
         return self
 
     def write(self, batch: pa.RecordBatch) -> None:
@@ -164,9 +161,9 @@ class ManifestWriter:
         self._writer.write_batch(batch, row_group_size=max(batch.num_rows, 1))
         self.rows += batch.num_rows
 
-    def __exit__(self, *exc: object) -> bool | None:
-        # ExitStack closes the parquet writer first, then renames (or removes) the temp file.
-        return self._stack.__exit__(*exc)
+    def __exit__(self, *exc: object) -> None:
+        assert self._writer is not None
+        self._writer.close()
 
 
 def read_metadata(path: str | os.PathLike[str]) -> dict[str, Any]:

@@ -73,18 +73,28 @@ def run_cohort(args: argparse.Namespace) -> int:
             raise InputError("--check validates an existing manifest: drop "
                              "--out/--metrics/--truth/--headline")
         return _check(args.check)
-    from rightsize.cohort.build import build_manifest
     from rightsize.cohort.config import CohortConfig
+    from rightsize.output_set import OutputSet
     from rightsize.params import load_block
 
     cfg = load_block(args.params, "cohort", CohortConfig)
     out = args.out or DEFAULT_OUT
+    # every output staged, then renamed into place together, the manifest last in and
+    # first out: a failure anywhere (a full disk included) leaves the old set whole
+    with OutputSet(anchor=out) as outputs:
+        return _build(args, cfg, out, outputs)
+
+
+def _build(args: argparse.Namespace, cfg: Any, out: str, outputs: Any) -> int:
+    """Build the manifest, truth file and metrics of ``cfg`` into ``outputs``."""
+    from rightsize.cohort.build import build_manifest
+
     t0 = time.perf_counter()
     groups = -(-cfg.n_subjects // cfg.rows_per_group(cfg.ecg_tokens or 1))
     with console.Progress("row groups written", total=groups) as bar:
         report = build_manifest(
             cfg, out, on_chunk=(lambda rows: bar.advance(1, f"({rows}/{cfg.n_subjects} rows)"))
-            if bar.enabled else None, truth=args.truth)
+            if bar.enabled else None, truth=args.truth, outputs=outputs)
     wall = time.perf_counter() - t0
     s, meta = report.summary, report.metadata
     metrics: dict[str, float | int] = {
@@ -108,9 +118,9 @@ def run_cohort(args: argparse.Namespace) -> int:
         if meta.get(key) is not None:   # unknown for source: files
             metrics[key] = round(float(meta[key]), 6)
     if args.metrics:
-        console.emit_json(args.metrics, metrics)
+        console.emit_json(args.metrics, metrics, outputs)
     if args.headline:
-        headline.write(args.headline, headline.headline("cohort", cohort=metrics))
+        headline.write(args.headline, headline.headline("cohort", cohort=metrics), outputs)
     console.info(f"{out}: {s.n_rows} subjects ({_splits(s.split_counts)}), "
                  f"{report.manifest_bytes / 1e6:.1f} MB in {wall:.1f}s")
     return 0

@@ -156,11 +156,12 @@ def headline(kind: str, item: str | None = None, **sources: Any) -> dict[str, An
     return {LAYOUT[kind].name.format(item=item): numbers(kind, sources)}
 
 
-def write(path: str, doc: Mapping[str, Any]) -> None:
-    """Write a headline document atomically (``-``: on stdout)."""
+def write(path: str, doc: Mapping[str, Any], outputs: Any = None) -> None:
+    """Write a headline document atomically (``-``: on stdout; with ``outputs``, staged
+    there with the command's other outputs)."""
     from rightsize import console
 
-    console.emit_json(path, doc)
+    console.emit_json(path, doc, outputs)
 
 
 def add_argument(parser: Any, what: str) -> None:

@@ -11,6 +11,7 @@ from rightsize import console
 from rightsize.errors import InputError
 from rightsize.probe_registry import PROBES
 from rightsize.verbs import headline
+from rightsize.verbs import probe_metrics as pm
 
 _PROBES = " | ".join(PROBES)
 
@@ -147,12 +148,23 @@ def run_train(args: argparse.Namespace) -> int:
         raise InputError("--headline: needs --eval-json and --missing-json (its numbers "
                          "come from both)")
     ecfg = _evaluate_config(args) if args.eval_json or args.missing_json else None
-    from dataclasses import asdict
-
-    from rightsize.atomic import check_writable, staged_dir
+    from rightsize.atomic import check_writable
+    from rightsize.output_set import OutputSet
 
     check_writable(args.out, args.events, folder=True)
     check_writable(args.curve, args.metrics, args.eval_json, args.missing_json, args.headline)
+    # Every output is staged and renamed in together at the end, the model folder first out
+    # and last in: a failure or kill before then (a full disk included) leaves the previous
+    # run's set whole, and a model folder in place has its own run's logs and metrics.
+    with OutputSet(anchor=args.out) as outputs:
+        return _train(args, cfg, device, ecfg, outputs, start)
+
+
+def _train(args: argparse.Namespace, cfg: Any, device: str, ecfg: Any, outputs: Any,
+           start: float) -> int:
+    """Train, save, evaluate: every file into ``outputs`` (committed by the caller)."""
+    from dataclasses import asdict
+
     from rightsize.cohort.arrays import load_arrays
     from rightsize.measure import Timer, hardware_stamp, peak_rss_mb
     from rightsize.probes.engine.checkpoint import save_checkpoint
@@ -167,8 +179,8 @@ def run_train(args: argparse.Namespace) -> int:
         planted = _planted(args, arrays) if args.eval_json else None
     bar = console.Progress(f"{args.probe}: epoch", total=cfg.epochs(args.probe))
     with Timer() as t_fit, bar, RunLog(args.events, args.curve, time.time(),
-                                       on_epoch=_epoch_note(bar) if bar.enabled else None
-                                       ) as runlog:
+                                       on_epoch=_epoch_note(bar) if bar.enabled else None,
+                                       outputs=outputs) as runlog:
         fits = train_seeds(args.probe, arrays, cfg, device, runlog)
     fit = fits[0]
     peak_train = peak_rss_mb()
@@ -184,15 +196,17 @@ def run_train(args: argparse.Namespace) -> int:
         "train_mae": fit.train_mae, "val_mae": fit.val_mae,
         "n_train": int(arrays.index("train").size), "n_val": int(arrays.index("val").size),
     }
+    # what the model is, nothing measured: the same training writes the same bytes (timings,
+    # memory and the hardware stamp go to the metrics files)
     info = {"config": config, **summary,
-            "wall_clock_s": {"train": t_fit.seconds, "load": t_load.seconds},
-            "peak_rss_mb_train": peak_train, "hardware": hardware,
             "manifest": {k: arrays.metadata.get(k) for k in ("source", "seed", "format")},
             **fit.extra}
-    with Timer() as t_save, staged_dir(args.out) as staged:    # all of it, or none of it
+    cost = {"train_s": t_fit.seconds, "peak_rss_mb_train": peak_train}
+    with Timer() as t_save, outputs.folder(args.out) as staged:
         sidecar = save_checkpoint(staged, fit.probe, fit.arch, info)
         save_replicas(staged, fits, seed_list(cfg), {"config": config})
         record_contents(staged)
+    model_dir = outputs.staged(args.out)
     total = time.perf_counter() - start
     if args.metrics:
         from rightsize.probes.evaluation.spread import merge
@@ -210,21 +224,23 @@ def run_train(args: argparse.Namespace) -> int:
                if "accelerator_skipped" in fit.extra else {}),
         }
         merge(metrics, train_spread(fits, seed_list(cfg)))
-        console.emit_json(args.metrics, _json_safe(metrics))
+        console.emit_json(args.metrics, pm.json_safe(metrics), outputs)
     console.info(f"{args.probe}: {sidecar['params']} params, best epoch {fit.best_epoch}/"
                  f"{fit.epochs}, val MAE {fit.val_mae:.3f}, {t_fit.seconds:.1f} s on {device}")
     if ecfg is not None:
         _torch_threads(cfg.threads)    # training restored torch's own setting
     results: dict[str, Any] = {}
     if args.eval_json:
-        results["eval"] = _evaluate_and_emit(args, args.out, args.eval_json, cfg, ecfg, arrays,
-                                             sidecar, fit.probe, device, time.perf_counter(),
-                                             planted)
+        results["eval"] = pm.evaluate_and_emit(args, str(model_dir), args.eval_json, cfg,
+                                               ecfg, arrays, sidecar, fit.probe, device,
+                                               time.perf_counter(), planted, cost, outputs)
     if args.missing_json:
-        results["missing"] = _missing_and_emit(args, args.missing_json, cfg, ecfg, arrays,
-                                               sidecar, fit.probe, device, time.perf_counter())
+        results["missing"] = pm.missing_and_emit(args, args.missing_json, cfg, ecfg, arrays,
+                                                 sidecar, fit.probe, device,
+                                                 time.perf_counter(), cost, outputs)
     if args.headline:
-        headline.write(args.headline, headline.headline("probe", args.probe, **results))
+        headline.write(args.headline, headline.headline("probe", args.probe, **results),
+                       outputs)
     return 0
 
 
@@ -274,33 +290,12 @@ def _load(args: argparse.Namespace) -> tuple[Any, Any, Any, dict[str, Any], Any,
     return cfg, ecfg, arrays, sidecar, probe, device
 
 
-def _json_safe(obj: Any) -> Any:
-    """Replace non-finite floats (an AUROC with one class) by None: strict JSON for jq & co."""
-    if isinstance(obj, dict):
-        return {k: _json_safe(v) for k, v in obj.items()}
-    if isinstance(obj, float) and (obj != obj or obj in (float("inf"), float("-inf"))):
-        return None
-    return obj
-
-
-def _stamp(out: dict[str, Any], sidecar: dict[str, Any], eval_s: float, threads: int,
-           device: str) -> dict[str, Any]:
-    from rightsize.measure import hardware_stamp, peak_rss_mb
-
-    train_s = float((sidecar.get("wall_clock_s") or {}).get("train", 0.0))
-    out["wall_clock_s"] = {"train": train_s, "eval": eval_s, "total": train_s + eval_s}
-    out["peak_rss_mb"] = peak_rss_mb()
-    out["peak_rss_mb_train"] = float(sidecar.get("peak_rss_mb_train", 0.0))
-    out["hardware"] = hardware_stamp(threads, device)
-    return out
-
-
 def run_evaluate(args: argparse.Namespace) -> int:
     """``rightsize evaluate``: test metrics with bootstrap CIs to --json."""
     start = time.perf_counter()
     cfg, ecfg, arrays, sidecar, probe, device = _load(args)
-    _evaluate_and_emit(args, args.model, args.json, cfg, ecfg, arrays, sidecar, probe, device,
-                       start, _planted(args, arrays))
+    pm.evaluate_and_emit(args, args.model, args.json, cfg, ecfg, arrays, sidecar, probe,
+                         device, start, _planted(args, arrays), pm.train_cost(sidecar))
     return 0
 
 
@@ -330,65 +325,10 @@ def _planted(args: argparse.Namespace, arrays: Any) -> Any:
     return truth.planted_ecg_token[arrays.index("test")]
 
 
-def _evaluate_and_emit(args: argparse.Namespace, model_dir: str, target: str, cfg: Any,
-                       ecfg: Any, arrays: Any, sidecar: dict[str, Any], probe: Any,
-                       device: str, start: float, planted: Any = None) -> dict[str, Any]:
-    """Evaluate ``probe`` (saved in ``model_dir``), write its metrics JSON to ``target`` and
-    return it.
-
-    ``wall_clock_s.eval`` counts from ``start``: the whole ``evaluate`` process, or the
-    evaluation step of a ``train --eval-json`` process. Either way the probe predicts from
-    the weights as saved (a torch probe at ``train.threads`` threads, which the caller sets;
-    a numpy probe with the pinned OpenBLAS kernels), so the model metrics are the same bits.
-    """
-    from rightsize.probes.engine.checkpoint import checkpoint_bytes
-    from rightsize.probes.evaluation.evaluate import evaluate_probe
-    from rightsize.probes.evaluation.replicas import evaluate_replicas
-    from rightsize.probes.evaluation.spread import merge
-
-    with console.task(f"{args.probe}: predict and bootstrap {ecfg.n_bootstrap} resamples"):
-        out = evaluate_probe(probe, sidecar, arrays, ecfg)
-        merge(out, evaluate_replicas(model_dir, probe, sidecar, arrays, device, cfg.accelerate,
-                                     planted))
-    out["checkpoint_bytes"] = checkpoint_bytes(model_dir)
-    _stamp(out, sidecar, time.perf_counter() - start, cfg.threads, device)
-    console.emit_json(target, _json_safe(out))
-    t = out["test"]
-    console.info(f"{args.probe}: test MAE {t['mae']:.3f} [{t['mae_lo']:.3f}, {t['mae_hi']:.3f}]"
-                 f", AUROC {t['auroc']:.3f} [{t['auroc_lo']:.3f}, {t['auroc_hi']:.3f}]"
-                 f" (mean predictor {out['mean_predictor_mae']:.3f})")
-    node = out.get("attention", {}).get("echo_to_ecg")
-    if node is not None:
-        console.info(f"{args.probe}: echo->ECG weight on the planted token, best head "
-                     f"{node['best_head']:.3f} (seed 0), {node['best_head_mean']:.3f} ± "
-                     f"{node['best_head_sd']:.3f} across {out['n_seeds']} seeds; uniform "
-                     f"{node['uniform']:.3f}")
-    return out
-
-
 def run_missing(args: argparse.Namespace) -> int:
     """``rightsize missing-modality``: both present / echo absent / ECG absent to --json."""
     start = time.perf_counter()
     cfg, ecfg, arrays, sidecar, probe, device = _load(args)
-    _missing_and_emit(args, args.json, cfg, ecfg, arrays, sidecar, probe, device, start)
+    pm.missing_and_emit(args, args.json, cfg, ecfg, arrays, sidecar, probe, device, start,
+                        pm.train_cost(sidecar))
     return 0
-
-
-def _missing_and_emit(args: argparse.Namespace, target: str, cfg: Any, ecfg: Any, arrays: Any,
-                      sidecar: dict[str, Any], probe: Any, device: str, start: float
-                      ) -> dict[str, Any]:
-    """Score ``probe`` with each modality taken away, write the JSON to ``target``, return it."""
-    from rightsize.probes.evaluation.missing import CONDITIONS, missing_modality
-
-    with console.task(f"{args.probe}: {len(CONDITIONS)} conditions, paired bootstrap "
-                      f"{ecfg.n_bootstrap_missing} resamples"):
-        out = missing_modality(probe, arrays, ecfg)
-    _stamp(out, sidecar, time.perf_counter() - start, cfg.threads, device)
-    console.emit_json(target, _json_safe(out))
-    if not out["n_rows"]:
-        console.warn(f"{args.probe} missing-modality: {out['note']}")
-    for name in CONDITIONS if out["n_rows"] else ():
-        m = out[name]
-        console.info(f"{args.probe} {name}: MAE {m['mae']:.3f} [{m['mae_lo']:.3f}, "
-                     f"{m['mae_hi']:.3f}], AUROC {m['auroc']:.3f}")
-    return out

@@ -2,8 +2,9 @@
 
 A model directory holds the weights and a JSON sidecar:
 
-* a torch model: ``weights.pt``, the ``state_dict`` (CPU tensors) saved with ``torch.save``
-  and read back with ``torch.load(weights_only=True)``;
+* a torch model: ``weights.safetensors``, the ``state_dict`` (CPU tensors) as safetensors
+  (no pickle by construction; the same tensors give the same bytes). A ``weights.pt`` of an
+  older folder is still read, with ``torch.load(weights_only=True)``;
 * a numpy model (the ECG probe; the echo probe as its accelerator trains it):
   ``weights.npz``, plain arrays read with ``allow_pickle=False``;
 * ``checkpoint.json``: probe name, architecture, training config, parameter count,
@@ -32,8 +33,9 @@ from rightsize.probes.registry import spec as probe_spec
 
 FORMAT = 1
 SIDECAR = "checkpoint.json"
-PT_WEIGHTS = "weights.pt"
-WEIGHTS_FILES = (PT_WEIGHTS, NPZ_WEIGHTS)
+PT_WEIGHTS = "weights.safetensors"      # rightsize.probes.engine.torch_model.WEIGHTS
+LEGACY_PT_WEIGHTS = "weights.pt"        # torch.save's zip, written before safetensors
+WEIGHTS_FILES = (PT_WEIGHTS, NPZ_WEIGHTS, LEGACY_PT_WEIGHTS)
 
 
 def save_checkpoint(out_dir: str | os.PathLike[str], probe: Probe, arch: dict[str, Any],

@@ -4,11 +4,14 @@
 replicas under ``replicas/r<k>/``) into a staged sibling and swaps it in
 (:func:`rightsize.atomic.staged_dir`). Before the swap, :func:`record_contents` adds the
 SHA-256 of every other file of the folder, replicas included, to the top ``checkpoint.json``
-(key :data:`CONTENTS`). :func:`check_contents` recomputes them when a folder is loaded, so
-a folder assembled from two trainings (new weights beside an old sidecar or old replicas,
-a replica left from another run, a file edited since) is refused with a
-:class:`~rightsize.errors.DataError` naming the file. Folders written before this check
-carry no hashes: they load, and the caller warns.
+(key :data:`CONTENTS`), and then the SHA-256 of the sidecar's own content (key
+:data:`SELF`: the canonical JSON of every other key), so the metadata the model reads (its
+standardization, architecture, weights file) is covered too. :func:`check_contents`
+recomputes them when a folder is loaded, so a folder assembled from two trainings (new
+weights beside an old sidecar or old replicas, a replica left from another run, a file or
+the sidecar edited since) is refused with an :class:`~rightsize.errors.IntegrityError`
+(exit 3) naming the file. Folders written before this check carry no hashes: they load,
+and the caller warns.
 
 :func:`check_weights_fit` runs a two-row prediction on zero inputs of the sidecar's
 dimensions: weights of the right names but the wrong shapes (a hand-edited ``.npz``) fail
@@ -23,10 +26,11 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from rightsize.atomic import write_json
-from rightsize.errors import DataError
+from rightsize.errors import DataError, IntegrityError
 from rightsize.telemetry.sha256sums import sha256_file
 
 CONTENTS = "contents"      # sidecar key: {relative path: sha256 hex} of the folder's files
+SELF = "sidecar_sha256"    # sidecar key: sha256 of the sidecar's canonical JSON without it
 SIDECAR = "checkpoint.json"
 P = TypeVar("P")
 
@@ -52,16 +56,29 @@ def record_contents(model_dir: str | os.PathLike[str]) -> dict[str, Any]:
     atomically; return the sidecar as written."""
     path = Path(model_dir) / SIDECAR
     side = json.loads(path.read_text(encoding="utf-8"))
+    side.pop(SELF, None)
     side[CONTENTS] = folder_hashes(model_dir)
+    side[SELF] = sidecar_hash(side)
     write_json(path, side)
     return side
+
+
+def sidecar_hash(sidecar: dict[str, Any]) -> str:
+    """SHA-256 of ``sidecar``'s canonical JSON (sorted keys, no spaces), :data:`SELF` left out:
+    what the model reads from it, independent of its layout."""
+    import hashlib
+
+    body = {k: v for k, v in sidecar.items() if k != SELF}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), allow_nan=True)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def check_contents(model_dir: str | os.PathLike[str], sidecar: dict[str, Any]) -> bool:
     """Check ``model_dir``'s files against the hashes in its ``sidecar``.
 
     Returns False for a folder written before hashes were recorded (nothing to check).
-    Raises :class:`~rightsize.errors.DataError` naming the first file that is missing,
+    Raises :class:`~rightsize.errors.IntegrityError` naming the sidecar when its content
+    is not what was hashed when it was written, else the first file that is missing,
     changed or not listed.
     """
     want = sidecar.get(CONTENTS)
@@ -69,17 +86,22 @@ def check_contents(model_dir: str | os.PathLike[str], sidecar: dict[str, Any]) -
         return False
     root = Path(model_dir)
     if not isinstance(want, dict):
-        raise DataError(f"{root / SIDECAR}: {CONTENTS} is not a mapping of file hashes")
+        raise IntegrityError(f"{root / SIDECAR}: {CONTENTS} is not a mapping of file hashes")
+    recorded = sidecar.get(SELF)
+    if recorded is not None and recorded != sidecar_hash(sidecar):
+        raise IntegrityError(f"{root / SIDECAR}: its content differs from the hash recorded "
+                             f"in it ({SELF}): edited since training; retrain the probe "
+                             "(rightsize train or dvc repro)")
     have = folder_hashes(root)
     for rel in sorted(set(want) | set(have)):
         if have.get(rel) == want.get(rel):
             continue
         why = ("is missing" if rel not in have else "is not listed in it" if rel not in want
                else "differs from the hash recorded in it")
-        raise DataError(f"{root / rel}: {why} ({root / SIDECAR}): the folder mixes files "
-                        "of different trainings; retrain the probe (rightsize train or "
-                        "dvc repro)")
-    return True
+        raise IntegrityError(f"{root / rel}: {why} ({root / SIDECAR}): the folder mixes "
+                             "files of different trainings; retrain the probe (rightsize "
+                             "train or dvc repro)")
+    return recorded is not None
 
 
 def check_weights_fit(probe: P, arch: dict[str, Any], weights: Path) -> P:

@@ -2,12 +2,17 @@
 
 The ECG probe (:class:`~rightsize.probes.models.ecg.LinearEcgProbe`) and the echo probe
 (:class:`~rightsize.probes.accel.echo_numpy.AttentiveEchoProbe`) save every field under its own
-name, written atomically, and read back with ``allow_pickle=False``.
+name, written atomically, and read back with ``allow_pickle=False``. The archive is written
+byte-reproducibly: ``np.savez`` stamps each member with the current time, so here each is an
+``.npy`` member (``np.lib.format``) with a fixed date, stored uncompressed, in field order:
+the same arrays give the same bytes (and the same DVC hash).
 """
 
 from __future__ import annotations
 
+import io
 import os
+import zipfile
 from dataclasses import fields
 from pathlib import Path
 from typing import Any, TypeVar
@@ -18,14 +23,21 @@ from rightsize.atomic import atomic_path
 from rightsize.errors import DataError
 
 WEIGHTS = "weights.npz"
+FIXED_DATE = (1980, 1, 1, 0, 0, 0)     # the zip format's first date: no clock in the bytes
 T = TypeVar("T")
 
 
 def save_npz(obj: Any, out_dir: str | os.PathLike[str]) -> Path:
     """Write every field of dataclass ``obj`` to ``<out_dir>/weights.npz`` atomically."""
     path = Path(out_dir) / WEIGHTS
-    with atomic_path(path) as tmp, open(tmp, "wb") as fh:
-        np.savez(fh, **{f.name: getattr(obj, f.name) for f in fields(obj)})
+    with atomic_path(path) as tmp, zipfile.ZipFile(tmp, "w", zipfile.ZIP_STORED) as zf:
+        for f in fields(obj):
+            member = io.BytesIO()
+            np.lib.format.write_array(member, np.asanyarray(getattr(obj, f.name)),
+                                      allow_pickle=False)
+            info = zipfile.ZipInfo(f"{f.name}.npy", date_time=FIXED_DATE)
+            info.external_attr = 0o644 << 16
+            zf.writestr(info, member.getvalue())
     return path
 
 

@@ -13,6 +13,8 @@ step: a staged copy of the directory (other entries hard-linked) is swapped in
 one, never both and never neither.
 
 The curve CSV (``epoch,train_loss,val_loss``, epoch 1-based) is written atomically at close.
+Given an :class:`~rightsize.output_set.OutputSet`, both are staged there instead, to be
+renamed in with the command's other outputs (``rightsize train``: the model folder last).
 """
 
 from __future__ import annotations
@@ -23,10 +25,11 @@ import os
 import shutil
 import socket
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from rightsize.atomic import staged_dir, write_text
+from rightsize.atomic import no_space, staged_dir, write_text
+from rightsize.output_set import OutputSet
 from rightsize.telemetry.writer import EventWriter
 
 EVENT_GLOB = "events.out.tfevents.*"
@@ -42,8 +45,10 @@ class RunLog:
 
     def __init__(self, events_dir: str | os.PathLike[str] | None,
                  curve_csv: str | os.PathLike[str] | None, start_wall: float,
-                 on_epoch: Callable[[int, float, float], None] | None = None) -> None:
+                 on_epoch: Callable[[int, float, float], None] | None = None,
+                 outputs: OutputSet | None = None) -> None:
         self.on_epoch = on_epoch
+        self.outputs = outputs
         self.events_dir = Path(events_dir) if events_dir is not None else None
         self.curve_csv = Path(curve_csv) if curve_csv is not None else None
         self.rows: list[tuple[int, float, float]] = []
@@ -54,8 +59,22 @@ class RunLog:
             for leftover in self.events_dir.glob(f"{PARTIAL}*"):     # from a killed run
                 shutil.rmtree(leftover, ignore_errors=True)
             self._tmp = Path(tempfile.mkdtemp(prefix=PARTIAL, dir=self.events_dir))
-            self._writer = EventWriter(self._tmp, wall_time=start_wall,
-                                       host=socket.gethostname() or "localhost")
+            with self._named():
+                self._writer = EventWriter(self._tmp, wall_time=start_wall,
+                                           host=socket.gethostname() or "localhost")
+
+    @contextlib.contextmanager
+    def _named(self) -> Iterator[None]:
+        """A full disk met writing the event file: NoSpaceError naming its final path."""
+        try:
+            yield
+        except Exception as exc:
+            assert self.events_dir is not None
+            name = self._writer.path.name if self._writer is not None else EVENT_GLOB
+            full = no_space(exc, self.events_dir / name)
+            if full is not None:
+                raise full from exc
+            raise
 
     def epoch(self, epoch: int, first_step: int, step_losses: list[float],
               step_walls: list[float], train_loss: float, val_loss: float,
@@ -67,33 +86,43 @@ class RunLog:
         if self._writer is None:
             return
         w = self._writer
-        for i, (loss, wall) in enumerate(zip(step_losses, step_walls, strict=True)):
-            w.add_scalar("Loss/train_step", loss, first_step + i, wall)
-        last = first_step + len(step_losses) - 1
-        w.add_scalar("Loss/train_epoch", train_loss, last,
-                     step_walls[-1] if step_walls else val_wall)
-        w.add_scalar("Loss/val_epoch", val_loss, last, val_wall)
-        w.flush()
+        with self._named():
+            for i, (loss, wall) in enumerate(zip(step_losses, step_walls, strict=True)):
+                w.add_scalar("Loss/train_step", loss, first_step + i, wall)
+            last = first_step + len(step_losses) - 1
+            w.add_scalar("Loss/train_epoch", train_loss, last,
+                         step_walls[-1] if step_walls else val_wall)
+            w.add_scalar("Loss/val_epoch", val_loss, last, val_wall)
+            w.flush()
 
     def close(self, ok: bool = True) -> None:
         """Finish: on success move the event file into place and write the CSV."""
         if self._writer is not None:
-            self._writer.close()
             assert self.events_dir is not None and self._tmp is not None
-            if ok:
-                src = self._writer.path
-                with open(src, "rb+") as fh:
-                    os.fsync(fh.fileno())
-                with staged_dir(self.events_dir) as staged:
-                    _keep_others(self.events_dir, staged)
-                    os.replace(src, staged / src.name)
-            with contextlib.suppress(OSError):
-                shutil.rmtree(self._tmp)
-            self._writer = None
+            try:
+                with self._named(), (contextlib.nullcontext() if ok
+                                     else contextlib.suppress(Exception)):
+                    self._writer.close()
+                if ok:
+                    src = self._writer.path
+                    with open(src, "rb+") as fh:
+                        os.fsync(fh.fileno())
+                    stage = staged_dir if self.outputs is None else self.outputs.folder
+                    with stage(self.events_dir) as staged:
+                        _keep_others(self.events_dir, staged)
+                        os.replace(src, staged / src.name)
+            finally:
+                with contextlib.suppress(OSError):
+                    shutil.rmtree(self._tmp)
+                self._writer = None
         if ok and self.curve_csv is not None:
             lines = ["epoch,train_loss,val_loss"]
             lines += [f"{e},{t!r},{v!r}" for e, t, v in self.rows]
-            write_text(self.curve_csv, "\n".join(lines) + "\n")
+            text = "\n".join(lines) + "\n"
+            if self.outputs is None:
+                write_text(self.curve_csv, text)
+            else:
+                self.outputs.write_text(self.curve_csv, text)
 
     def __enter__(self) -> RunLog:
         return self

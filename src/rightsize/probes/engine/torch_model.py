@@ -20,14 +20,15 @@ import numpy as np
 import torch
 from torch import nn
 
-from rightsize.atomic import atomic_path
+from rightsize.atomic import write_bytes
 from rightsize.errors import DataError
 from rightsize.probes import accel
 from rightsize.probes.engine.data import SplitData
 
 PREDICT_BATCH = 512
 ENCODE_TOKEN_ROWS = 8192   # most ECG token rows encoded or predicted at once (N > 1)
-WEIGHTS = "weights.pt"
+WEIGHTS = "weights.safetensors"   # the state_dict as safetensors: no pickle, same bytes for
+LEGACY_WEIGHTS = "weights.pt"     # the same tensors; torch.save's zip (read-only, older folders)
 Forward = Callable[..., torch.Tensor]
 
 
@@ -118,23 +119,63 @@ class TorchModel:
             return self.attend(self.module, **self.module.encode(**data.tensors(self.device)))[1:]
 
     def save(self, out_dir: str | os.PathLike[str]) -> Path:
-        """Write the state dict (CPU tensors) to ``<out_dir>/weights.pt`` atomically."""
-        state = {k: v.detach().to("cpu") for k, v in self.module.state_dict().items()}
+        """Write the state dict (CPU tensors) to ``<out_dir>/weights.safetensors`` atomically.
+
+        safetensors' bytes depend only on the tensors (names, dtypes, shapes, values), so two
+        trainings that end with the same weights write the same file (``torch.save`` embeds
+        a temporary file name and a random serialization id).
+        """
+        from safetensors.torch import save
+
+        state = {k: v.detach().to("cpu").contiguous()
+                 for k, v in self.module.state_dict().items()}
         path = Path(out_dir) / WEIGHTS
-        with atomic_path(path) as tmp:
-            torch.save(state, tmp)
+        write_bytes(path, save(state))
         return path
 
     def load_weights(self, path: Path) -> TorchModel:
-        """Load ``path`` (``torch.load(weights_only=True)``) into the module; eval mode."""
+        """Load ``path`` into the module (safetensors; a ``weights.pt`` of an older folder with
+        ``torch.load(weights_only=True)``); eval mode. No pickled object is ever built: a
+        file that holds one is refused, saying so (never torch's advice to unpickle it)."""
         try:
-            state = torch.load(path, map_location=self.device, weights_only=True)
-            if not isinstance(state, dict):
-                raise TypeError(f"holds a {type(state).__name__}, not a state_dict")
+            state = _read_state(path)
             self.module.load_state_dict(state)
-        except (RuntimeError, OSError, EOFError, KeyError, ValueError, TypeError,
-                pickle.UnpicklingError) as exc:
+        except pickle.UnpicklingError as exc:
+            raise refused(path, exc) from None
+        except (RuntimeError, OSError, EOFError, KeyError, ValueError, TypeError) as exc:
             msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             raise DataError(f"{path}: cannot load weights ({msg})") from None
         self.module.to(self.device).eval()
         return self
+
+
+def refused(path: Path, exc: pickle.UnpicklingError) -> DataError:
+    """The error for a ``weights.pt`` that ``torch.load(weights_only=True)`` stopped on: what
+    was refused and why, never torch's own text (it advises ``weights_only=False``)."""
+    import re
+
+    found = re.search(r"Unsupported global: GLOBAL ([\w.]+)", str(exc))
+    if found:
+        return DataError(f"{path}: refused: it holds a pickled Python object "
+                         f"({found.group(1)}) besides tensors, and rightsize loads no pickled "
+                         "code (a checkpoint must be tensors only; retrain the probe)")
+    return DataError(f"{path}: refused: not a file of tensors only (torch's restricted "
+                     "loader cannot read it, and rightsize loads no pickled code)")
+
+
+def _read_state(path: Path) -> dict[str, torch.Tensor]:
+    """The state_dict in ``path``: a safetensors file, or an older folder's ``weights.pt``."""
+    if path.name == LEGACY_WEIGHTS:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    else:
+        from safetensors import SafetensorError
+        from safetensors.torch import load
+
+        try:
+            state = load(path.read_bytes())
+        except SafetensorError as exc:
+            raise ValueError(f"not a safetensors file: {exc}") from None
+    if not isinstance(state, dict):
+        raise TypeError(f"holds a {type(state).__name__}, not a state_dict")
+    return state
+

@@ -5,9 +5,10 @@ Reads what the cohort/train/evaluate stages left behind and reports, as DVC-frie
 * ``checkpoints.<probe>.{bytes,params,replicas}``: bytes = all files under ``models/<probe>/``
   (the seed replicas' checkpoints in ``replicas/r<k>/`` included; ``replicas`` counts them
   with replica 0); params of replica 0's weights;
-  params = counted from the weights themselves (``weights.pt``: numel of every tensor in the
-  state_dict loaded with ``torch.load(weights_only=True)``, buffers included;
-  ``weights.npz``: total array size), i.e. every stored number, not just trainable ones.
+  params = counted from the weights themselves (``weights.safetensors``: numel of every
+  tensor in its header, buffers included; an older folder's ``weights.pt``: the same of the
+  state_dict loaded with ``torch.load(weights_only=True)``; ``weights.npz``: total array
+  size), i.e. every stored number, not just trainable ones.
   A ``checkpoint.json`` claiming more parameters than the weights hold is warned about.
 * ``payload_bytes.clips_<k>`` = ``n x k x echo_dim x 4 + n x N x ecg_dim x 4`` (float32
   arithmetic, ``N`` = ``ecg_tokens``: ``cohort.ecg_tokens``, or with ``null`` the manifest's
@@ -24,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import math
 import os
 import shutil
 import tempfile
@@ -127,13 +129,30 @@ def tree_bytes(path: Path) -> int:
     return total
 
 
+def count_safetensors_params(path: Path) -> int:
+    """Sum of the element counts of every tensor in safetensors file ``path`` (its header)."""
+    from safetensors import SafetensorError, safe_open
+
+    try:
+        with safe_open(path, framework="numpy") as f:
+            return sum(math.prod(f.get_slice(k).get_shape()) for k in f.keys())  # noqa: SIM118
+    except (SafetensorError, OSError) as exc:
+        raise DataError(f"{path}: not a readable safetensors file ({exc})") from None
+
+
 def count_torch_params(path: Path) -> int:
     """Sum of ``numel`` over every tensor in a ``torch.save``d state_dict (nested ok)."""
+    import pickle
+
     import torch
 
     try:
         obj = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:  # noqa: BLE001 - any unpickling failure is a bad file
+    except pickle.UnpicklingError as exc:     # never pass on torch's advice to unpickle it
+        from rightsize.probes.engine.torch_model import refused
+
+        raise refused(path, exc) from None
+    except Exception as exc:  # noqa: BLE001 - any other failure is a bad file
         raise DataError(f"{path}: not a loadable torch state_dict: "
                         f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
                         ) from None
@@ -162,16 +181,21 @@ def count_npz_params(path: Path) -> int:
 
 
 def checkpoint_footprint(model_dir: Path) -> dict[str, int]:
-    """``{bytes, params, replicas}`` of one checkpoint directory (weights.pt or .npz)."""
+    """``{bytes, params, replicas}`` of one checkpoint directory (weights.safetensors,
+    .npz, or an older folder's .pt)."""
     if not model_dir.is_dir():
         raise InputError(f"{model_dir}: checkpoint directory not found")
-    pt, npz = model_dir / "weights.pt", model_dir / "weights.npz"
-    if pt.is_file():
-        params = count_torch_params(pt)
+    st, npz = model_dir / "weights.safetensors", model_dir / "weights.npz"
+    pt = model_dir / "weights.pt"
+    if st.is_file():
+        params = count_safetensors_params(st)
     elif npz.is_file():
         params = count_npz_params(npz)
+    elif pt.is_file():
+        params = count_torch_params(pt)
     else:
-        raise InputError(f"{model_dir}: no weights.pt or weights.npz in checkpoint directory")
+        raise InputError(f"{model_dir}: no weights.safetensors, weights.npz or weights.pt in "
+                         "checkpoint directory")
     # The sidecar usually counts trainable parameters only; the weights also hold buffers and
     # standardization constants, so counted >= claimed is expected and only logged.
     claimed = _sidecar_params(model_dir / SIDECAR)
