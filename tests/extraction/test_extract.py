@@ -137,10 +137,11 @@ def _bad_records(corpus: Path) -> None:
               synthetic_ecg(np.random.default_rng(10), 250, 10), 250)
 
 
+@pytest.mark.parametrize("workers", ["1", "2"])
 def test_a_bad_record_stops_the_run_naming_it_and_keeps_what_was_written(
-        corpus: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        corpus: Path, capsys: pytest.CaptureFixture[str], workers: str) -> None:
     _bad_records(corpus)
-    assert extract(corpus) == 4
+    assert extract(corpus, "--workers", workers) == 4
     err = capsys.readouterr().err
     assert "s40000003/40000003: missing lead: no V4" in err and "--skip-bad" in err
     assert (corpus / "out/shards/shard-00000.parquet").is_file()       # done before it
@@ -179,3 +180,25 @@ def test_event_logs_per_worker_read_by_rightsize_telemetry(corpus: Path) -> None
                  "2", "--json", "t.json", "-q"]) == 0
     report = json.loads((corpus / "t.json").read_text())
     assert len(report["runs"]) == 2
+
+
+def test_weights_that_do_not_fit_exit_4_naming_the_tensor(
+        corpus: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import torch
+    from safetensors.torch import save_file
+
+    from rightsize.encoders.weights import build_extractor
+    from rightsize.extraction.config import ExtractConfig
+    from rightsize.extraction.worker import geometry_of
+
+    model, _ = build_extractor("small", None, 0, 8, geometry_of(ExtractConfig("x", "y")))
+    state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    state["feature_projection.projection.weight"] = torch.zeros(512, 256)
+    (corpus / "w").mkdir()
+    save_file(state, str(corpus / "w" / "model.safetensors"))
+    write_params(corpus, weights="w", workers=2)          # raised in a worker process
+    assert extract(corpus) == 4
+    assert "tensor feature_projection.projection.weight has shape (512, 256)" in \
+        capsys.readouterr().err
+    assert not list((corpus / "out" / "shards").glob("*.parquet")) \
+        if (corpus / "out" / "shards").exists() else True
