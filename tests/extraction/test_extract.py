@@ -234,3 +234,19 @@ def test_the_ask_predicted_range_sits_beside_the_measured_wall_clock(corpus: Pat
     md = render_markdown(extract_blocks(read_json(corpus / "m.json")), "figures")
     assert f"{want['wall_s_low']:,.1f} s to {want['wall_s_high']:,.1f} s" in md
     assert f"{m['wall_s']:,.1f} s" in md and "features for cost only" in md
+
+
+def test_bf16_difference_is_measured_per_layer() -> None:
+    """The comparison a CUDA run reports, exercised with CPU autocast (no GPU here)."""
+    import torch
+
+    from rightsize.encoders.models import EcgGeometry
+    from rightsize.encoders.weights import build_extractor
+    from rightsize.extraction.worker import bf16_difference
+
+    model, _ = build_extractor("small", None, 0, 8, EcgGeometry())
+    x = torch.from_numpy(np.random.default_rng(0).uniform(-1, 1, (2, 6000)).astype(np.float32))
+    d = bf16_difference(model, x, (4, 8), "cpu")
+    assert d["inputs"] == 2 and set(d) == {"inputs", "layer_4", "layer_8"}
+    for layer in ("layer_4", "layer_8"):
+        assert 0 < d[layer]["max_abs"] and 1e-4 < d[layer]["rel_rms"] < 0.2   # bf16: ~3 digits
