@@ -94,16 +94,16 @@ def prediction_case(records: int, size: str, batch: int, shard: int, files: int)
         _params(t, min(records, files), size, batch, shard)
         bench = run_process(_rs("bench-encoder", "ecg", "--params", "params.yaml", "--json",
                                 "bench.json", "-q"), cwd=t, env=_env())
-        assert bench.returncode == 0, bench.stderr
+        assert bench.rc == 0, bench.stderr
         demo = run_process(_rs("ecg-demo", "corpus", "--params", "params.yaml", "-q"), cwd=t,
                            env=_env())
-        assert demo.returncode == 0, demo.stderr
+        assert demo.rc == 0, demo.stderr
         if records > files:
             _extend(t / "corpus" / "record_list.csv", records)
         run = run_process(_rs("extract", "--params", "params.yaml", "--out", "out", "--metrics",
                               "m.json", "--bench", "bench.json", "--sizing",
                               str(REPO / "metrics/sizing.json"), "-q"), cwd=t, env=_env())
-        assert run.returncode == 0, run.stderr
+        assert run.rc == 0, run.stderr
         m = json.loads((t / "m.json").read_text())
         b = json.loads((t / "bench.json").read_text())
     forward = b["throughput"].get(str(batch)) or b["throughput"].get(batch) or {}
@@ -113,7 +113,7 @@ def prediction_case(records: int, size: str, batch: int, shard: int, files: int)
             "bench_records_per_s": fwd_rate, "bench_wall_s": bench.wall_s,
             "preprocess_per_core": (b.get("preprocess") or {}).get("records_per_s_per_core"),
             "demo_wall_s": demo.wall_s, "extract_wall_s": run.wall_s,
-            "extract_peak_rss_mb": run.peak_rss_mb,
+            "extract_peak_rss_mb": run.max_rss_mb,
             "steady_records_per_s": records / busy if busy > 0 else None}
 
 
@@ -138,7 +138,7 @@ def resume_case(records: int, size: str, batch: int, shard: int) -> dict:
         done_before = len(list(folder.glob("*.json")))
         rerun = run_process(_rs("extract", "--params", "params.yaml", "--out", "out",
                                 "--metrics", "m.json", "-q"), cwd=t, env=_env())
-        assert rerun.returncode == 0, rerun.stderr
+        assert rerun.rc == 0, rerun.stderr
         m = json.loads((t / "m.json").read_text())
         shutil.rmtree(t / "out")
         fresh = run_process(_rs("extract", "--params", "params.yaml", "--out", "out", "-q"),

@@ -48,6 +48,9 @@ def test_layout_index_checksums_and_cost_only_note(corpus: Path) -> None:
     listed = {line.split("  ")[1] for line in sums(out).splitlines()}
     assert listed == {p.relative_to(out).as_posix() for p in out.rglob("*")
                       if p.is_file() and p.name != "SHA256SUMS"}
+    from rightsize.cli import main
+
+    assert main(["verify", str(out), "-q"]) == 0                  # rightsize verify reads it
     m = metrics(corpus / "m.json")
     assert m["records"] == 6 and m["shards_run"] == 3 and m["complete"]
     assert m["bf16_vs_float32"] == "not measured on a GPU"
