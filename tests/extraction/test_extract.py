@@ -106,6 +106,15 @@ def test_rerun_redoes_only_missing_or_damaged_shards(corpus: Path) -> None:
     damaged = shards / "shard-00002.parquet"
     damaged.write_bytes(damaged.read_bytes()[:-100])
     (shards / ".shard-00000.parquet.abc.tmp").write_bytes(b"a killed worker's leftover")
+    from rightsize.extraction.config import ExtractConfig
+    from rightsize.extraction.records import read_record_list
+    from rightsize.extraction.run import make_plan
+    from rightsize.params import load_block
+
+    cfg = load_block(corpus / "params.yaml", "extract", ExtractConfig)
+    plan = make_plan(cfg, read_record_list(Path("corpus/record_list.csv"), Path("corpus")),
+                     corpus / "out", None)
+    assert plan.todo == [0, 2] and not (corpus / "out" / "SHA256SUMS").exists()
     assert extract(corpus, "--metrics", "b.json") == 0
     m = metrics(corpus / "b.json")
     assert (m["shards_run"], m["shards_reused"], m["records"]) == (2, 1, 4)

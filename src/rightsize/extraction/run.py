@@ -72,6 +72,9 @@ def make_plan(cfg: ExtractConfig, records: RecordList, out: Path,
         else:
             plan.done[s] = found
     _remove_temporaries(out, plan.todo)
+    if plan.todo:                     # the folder is not complete: no stale index or checksums
+        for name in ("SHA256SUMS", "index.parquet", "extract.json", "errors.csv"):
+            (out / name).unlink(missing_ok=True)
     return plan
 
 
