@@ -106,10 +106,9 @@ def prediction_case(records: int, size: str, batch: int, shard: int, files: int)
         assert run.rc == 0, run.stderr
         m = json.loads((t / "m.json").read_text())
         b = json.loads((t / "bench.json").read_text())
-    forward = b["throughput"].get(str(batch)) or b["throughput"].get(batch) or {}
-    fwd_rate = forward.get("records_per_s")
+    fwd_rate = (b["throughput"].get(f"batch_{batch}") or {}).get("records_per_s")
     busy = m["wall_s"] - m["startup_and_other_s"]
-    return {"records": records, "size": size, "batch": batch, "metrics": m,
+    return {"records": records, "size": size, "batch": batch, "metrics": m, "bench": b,
             "bench_records_per_s": fwd_rate, "bench_wall_s": bench.wall_s,
             "preprocess_per_core": (b.get("preprocess") or {}).get("records_per_s_per_core"),
             "demo_wall_s": demo.wall_s, "extract_wall_s": run.wall_s,
@@ -221,6 +220,8 @@ def main() -> None:
     resume = resume_case(args.resume_records, args.size, args.batch, args.shard // 2)
     info["load after"] = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     path = write_result(args.out_md, report(cases, resume), "benchmarks/extract_bench.py", info)
+    Path(args.out_md).with_suffix(".json").write_text(
+        json.dumps({"cases": cases, "resume": resume, "machine": info}, indent=1) + "\n")
     print(path.read_text())
 
 
