@@ -219,7 +219,7 @@ def main() -> None:
              for n in args.corpora.split(",")]
     resume = resume_case(args.resume_records, args.size, args.batch, args.shard // 2)
     info["load after"] = ", ".join(f"{x:.2f}" for x in os.getloadavg())
-    path = write_result(args.out_md, report(cases, resume), "benchmarks/extract_bench.py", info)
+    path = write_result(args.out_md, report(cases, resume), "extract_bench.py", info)
     Path(args.out_md).with_suffix(".json").write_text(
         json.dumps({"cases": cases, "resume": resume, "machine": info}, indent=1) + "\n")
     print(path.read_text())
