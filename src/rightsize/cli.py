@@ -45,6 +45,8 @@ VERBS = {                         # verb -> the module that registers it (tests 
     "bench-encoder": "rightsize.verbs.bench",
     "seeds": "rightsize.verbs.experiments",
     "sweep": "rightsize.verbs.experiments",
+    "extract": "rightsize.verbs.extract",
+    "ecg-demo": "rightsize.verbs.extract",
     "report": "rightsize.verbs.report",
 }
 

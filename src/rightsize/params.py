@@ -38,6 +38,8 @@ BLOCKS = (
     "token_cost",
     "encoder_bench",
     "sizing",
+    "ecg_demo",
+    "extract",
     "report",
 )
 

@@ -12,6 +12,7 @@ from rightsize.fmt import get, num
 from rightsize.reporting import figures
 from rightsize.reporting.doc import Block, Heading, Note, Para, table
 from rightsize.reporting.load import ReportInputs, Source
+from rightsize.reporting.sections_extract import extract_blocks
 from rightsize.reporting.sections_patience import patience_blocks
 from rightsize.reporting.sections_sizing import sizing_blocks
 from rightsize.reporting.sections_tokens import (
@@ -41,6 +42,7 @@ def probe_sections(inputs: ReportInputs) -> list[Block]:
     blocks += token_cost_blocks(inputs.token_cost)
     blocks += probe_telemetry_blocks(inputs)
     blocks += sizing_blocks(inputs.sizing)
+    blocks += extract_blocks(inputs.extract)
     blocks += hardware_blocks(inputs)
     return blocks
 
