@@ -26,7 +26,7 @@ import numpy as np
 from rightsize import atomic
 from rightsize.extraction.config import ExtractConfig
 from rightsize.extraction.records import RecordList, shard_rows
-from rightsize.telemetry.manifest import sha256_file
+from rightsize.telemetry.sha256sums import sha256_file
 
 SHARDS = "shards"
 META_KEY = b"rightsize.extract"
