@@ -1,0 +1,1 @@
+"""Re-extraction of token-level encoder states from WFDB records (``rightsize extract``)."""
