@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from rightsize.atomic import write_text
 from rightsize.errors import InputError, RightsizeError
 
 #: ``--time`` is the ask's predicted upper wall clock for one task times TIME_FACTOR, plus
@@ -36,6 +37,37 @@ class SchedulerError(RightsizeError):
     """sbatch or squeue failed, or the array left shards undone (one-line message; exit 5)."""
 
     exit_code = 5
+
+
+@dataclass(frozen=True)
+class SlurmConfig:
+    """The ``extract.slurm`` params block: the array's shape and each task's request.
+
+    ``time_s`` None takes ``--time`` from the ask's prediction (:func:`time_limit_s`).
+    ``mem_mb`` defaults to 8 GB: 4x the extraction's 2 GB peak-RSS goal at the default batch.
+    """
+
+    tasks: int = 3
+    gpus_per_task: int = 0
+    cpus_per_task: int = 1
+    mem_mb: int = 8192
+    time_s: float | None = None
+    partition: str | None = None
+    poll_s: float = 10.0
+
+    def resources(self, predicted_task_s: float | None) -> SlurmResources:
+        """Each task's request; ``--time`` from ``time_s``, else from the prediction."""
+        if self.time_s is not None:
+            limit = self.time_s
+        elif predicted_task_s is not None:
+            limit = time_limit_s(predicted_task_s)
+        else:
+            raise InputError("extract.slurm.time_s: not set and no prediction of the task's "
+                             "wall clock to take --time from (run `rightsize sizing` first, "
+                             "or set extract.slurm.time_s)")
+        return SlurmResources(gpus_per_task=self.gpus_per_task,
+                              cpus_per_task=self.cpus_per_task, mem_mb=self.mem_mb,
+                              time_s=limit, partition=self.partition)
 
 
 @dataclass(frozen=True)
@@ -65,14 +97,15 @@ class SlurmJob:
 
     ``command`` is the extract command a task runs; the script appends
     ``--task $SLURM_ARRAY_TASK_ID/<tasks>``. Task logs go to ``log_dir``, appended across
-    requeues.
+    requeues. ``workdir`` None leaves out ``--chdir``: the task runs where sbatch was called
+    (the ask's script, which names no machine's paths).
     """
 
     command: tuple[str, ...]
     tasks: int
     indices: tuple[int, ...]
     resources: SlurmResources
-    workdir: Path
+    workdir: Path | None
     log_dir: Path
     name: str = "rightsize-extract"
 
@@ -135,7 +168,10 @@ def job_script(job: SlurmJob) -> str:
         lines.append(f"#SBATCH --partition={r.partition}")
     lines += [
         "#SBATCH --requeue",
-        f"#SBATCH --chdir={job.workdir}",
+    ]
+    if job.workdir is not None:
+        lines.append(f"#SBATCH --chdir={job.workdir}")
+    lines += [
         f"#SBATCH --output={job.log_dir}/task_%a.log",
         "#SBATCH --open-mode=append",
         "set -euo pipefail",
@@ -223,3 +259,37 @@ def wait(job_id: str, poll_s: float = 10.0,
 def cancel(job_id: str) -> None:
     """``scancel`` the whole array (used when the waiting process is interrupted)."""
     _run(["scancel", job_id], "scancel")
+
+
+def run_array(job_for: Callable[[tuple[int, ...]], SlurmJob],
+              pending_tasks: Callable[[], list[int]], script_path: Path,
+              poll_s: float = 10.0,
+              on_change: Callable[[dict[str, str]], None] | None = None) -> list[int]:
+    """Submit the tasks ``pending_tasks()`` names, wait for the array, check again.
+
+    ``pending_tasks`` lists the tasks whose shard range has a missing or invalid shard (the
+    caller verifies the shards); only those are submitted, so a rerun resumes. The script is
+    written to ``script_path`` first (it is what ran). Returns the tasks submitted (empty:
+    nothing to do). Raises :class:`SchedulerError` when sbatch refuses the job or tasks left
+    shards undone, naming them and their logs. Interrupted while waiting, it cancels the array.
+    """
+    todo = tuple(pending_tasks())
+    if not todo:
+        return []
+    job = job_for(todo)
+    job.log_dir.mkdir(parents=True, exist_ok=True)
+    write_text(script_path, job_script(job))
+    job_id = submit(script_path)
+    try:
+        wait(job_id, poll_s=poll_s, on_change=on_change)
+    except BaseException:
+        cancel(job_id)
+        raise
+    left = pending_tasks()
+    if left:
+        logs = ", ".join(str(job.log_dir / f"task_{i}.log") for i in left[:3])
+        raise SchedulerError(
+            f"slurm job {job_id}: task(s) {array_spec(left)} of {job.tasks} left shards "
+            f"missing or invalid (cancelled, out of time or failed; see {logs}); run the same "
+            f"command again to resubmit only those tasks")
+    return list(todo)

@@ -78,6 +78,9 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                     help="committed GPU bench files (default: measurements/gpu)")
     sz.add_argument("--json", help="write the result JSON here (atomically); '-' prints it on "
                                    "stdout instead of the table")
+    sz.add_argument("--job-script",
+                    help="write the ask's Slurm job script here (what `rightsize extract "
+                         "--executor slurm --dry-run` prints, with the ask's GPUs and time)")
     headline.add_argument(sz, "the ask's wall hours and storage bytes")
     sz.set_defaults(func=run_sizing)
 
@@ -148,7 +151,7 @@ def run_sizing(args: argparse.Namespace) -> int:
     from rightsize.sizing.plan import size_all
     from rightsize.sizing.report_rows import table_rows
 
-    check_writable(args.headline)
+    check_writable(args.headline, args.job_script)
     raw = load_params(args.params)
     if "sizing" not in raw:
         raise ParamsError(f"{args.params}: missing key sizing")
@@ -173,6 +176,11 @@ def run_sizing(args: argparse.Namespace) -> int:
         console.emit_json(args.json, result)
     if args.headline:
         headline.write(args.headline, headline.headline("sizing", sizing=result))
+    if args.job_script:
+        from rightsize.atomic import write_text
+        from rightsize.verbs.extract_slurm import ask_job_script
+
+        write_text(args.job_script, ask_job_script(result["ask"], int(result["hardware"]["cores"])))
     if args.json == "-":
         return 0
     if not console.quiet():

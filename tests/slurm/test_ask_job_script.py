@@ -1,0 +1,49 @@
+"""The sizing ask's job script: the slurm executor's generator with the ask's numbers."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from rightsize.extraction.slurm import time_limit_s
+from rightsize.verbs.extract_slurm import ask_job_script, task_command
+
+
+def _ask(choice: str, wall_high: float, gpus: int | None = None) -> dict:
+    return {"choice": choice, "gpus_chosen": gpus,
+            "option": {"wall_s_low": wall_high / 2, "wall_s_high": wall_high},
+            "gpu": {"cpu_cores_per_gpu": 8, "gpus": 8}}
+
+
+def _directives(script: str) -> list[str]:
+    return [ln.removeprefix("#SBATCH ") for ln in script.splitlines() if ln.startswith("#SBATCH")]
+
+
+def test_gpu_ask_is_one_task_per_gpu() -> None:
+    d = _directives(ask_job_script(_ask("gpu", 3 * 3600.0, gpus=4), host_cores=2))
+    assert "--array=0-3" in d and "--gres=gpu:1" in d and "--cpus-per-task=8" in d, d
+    minutes = -(-time_limit_s(3 * 3600.0) // 60)
+    assert f"--time=0-{int(minutes) // 60:02d}:{int(minutes) % 60:02d}:00" in d, d
+
+
+def test_cpu_ask_is_one_task_on_the_hosts_cores_without_gres() -> None:
+    script = ask_job_script(_ask("cpu", 120.0), host_cores=2)
+    d = _directives(script)
+    assert "--array=0" in d and "--cpus-per-task=2" in d, d
+    assert not [x for x in d if x.startswith(("--gres", "--chdir"))], d
+    assert "/work" not in script and '--task "${SLURM_ARRAY_TASK_ID}/1"' in script
+
+
+def test_task_command_runs_locally_without_dry_run() -> None:
+    argv = ["extract", "--params", "p.yaml", "--executor", "slurm", "--dry-run", "--task=0/2",
+            "--out", "o"]
+    assert task_command(argv, program="rightsize") == (
+        "rightsize", "extract", "--params", "p.yaml", "--out", "o", "--executor", "local")
+
+
+def test_sbatch_accepts_the_cpu_ask(slurm_cluster: None, tmp_path: Path) -> None:
+    path = tmp_path / "ask.sh"
+    path.write_text(ask_job_script(_ask("cpu", 120.0), host_cores=1, mem_mb=100))
+    proc = subprocess.run(["sbatch", "--test-only", str(path)], capture_output=True, text=True,
+                          cwd=tmp_path, check=False)
+    assert proc.returncode == 0, proc.stderr
