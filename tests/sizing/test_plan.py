@@ -153,7 +153,7 @@ def test_layers_table_and_notes_carry_the_caveats() -> None:
     assert "assumes bf16/fp16 tensor cores" in joined and "float32" in joined
     assert "the target machine's disk must be measured there" in joined
     assert "1,568 tokens per clip" in joined and "echojepa_lvef.yaml" in joined
-    assert "first 5 s" in joined and "hubert_ecg/dataset.py" in joined
+    assert "first 5 s" in joined and "code/dataset.py" in joined
     assert "none committed, so GPU compute is estimated" in joined
 
 

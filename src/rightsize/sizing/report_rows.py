@@ -15,7 +15,7 @@ from rightsize.sizing.units import format_bytes, format_duration, format_hours
 UNITS = {"hubert_ecg": "ECG records", "echojepa": "videos"}
 EXPECTED_VIDEO = {"frames": 16, "resolution": 224, "clips_per_record": 2}
 ECHOJEPA_SOURCE = "bowang-lab/EchoJEPA configs/eval/vitl/echojepa_lvef.yaml"
-HUBERT_SOURCE = "Edoar-do/HuBERT-ECG hubert_ecg/dataset.py"
+HUBERT_SOURCE = "Edoar-do/HuBERT-ECG code/utils.py (ecg_preprocessing) and code/dataset.py"
 
 
 def _yes_no(v: bool | None) -> str:
@@ -236,8 +236,9 @@ def _geometry_notes(result: dict[str, Any]) -> list[str]:
                      "window HuBERT-ECG's embedding-dump path keeps")
             out.append(f"{m}: sized at {n} crop{'s' if n != 1 else ''} of 5 s per record, "
                        f"{b.get('tokens_per_input')} tokens each: {which}. Preprocessing "
-                       f"crops, flattens the 12 leads, then decimates, as {HUBERT_SOURCE} "
-                       f"does.")
+                       f"band-passes, scales each lead to [-1, 1], crops, flattens the 12 "
+                       f"leads, then decimates, as {HUBERT_SOURCE} do; rightsize extract "
+                       f"runs the same function.")
         elif b["family"] == "echojepa":
             published = all(g.get(k) == v for k, v in EXPECTED_VIDEO.items())
             geo = (f"{g.get('frames')} frames at {g.get('resolution')} px, tubelet "
