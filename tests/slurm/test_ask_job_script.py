@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import argparse
 import subprocess
 from pathlib import Path
 
-from rightsize.extraction.slurm import time_limit_s
+from rightsize.extraction.config import ExtractConfig
+from rightsize.extraction.slurm import SlurmConfig, time_limit_s
 from rightsize.verbs.extract_slurm import ask_job_script, task_command
 
 
@@ -34,11 +36,14 @@ def test_cpu_ask_is_one_task_on_the_hosts_cores_without_gres() -> None:
     assert "/work" not in script and '--task "${SLURM_ARRAY_TASK_ID}/1"' in script
 
 
-def test_task_command_runs_locally_without_dry_run() -> None:
-    argv = ["extract", "--params", "p.yaml", "--executor", "slurm", "--dry-run", "--task=0/2",
-            "--out", "o"]
-    assert task_command(argv, program="rightsize") == (
-        "rightsize", "extract", "--params", "p.yaml", "--out", "o", "--executor", "local")
+def test_task_command_runs_locally_on_the_tasks_cores() -> None:
+    cfg = ExtractConfig(records="r.csv", root=".", threads_per_worker=2, skip_bad=True,
+                        slurm=SlurmConfig(cpus_per_task=8))
+    args = argparse.Namespace(params="p.yaml", out="o", events=None, metrics="m.json",
+                              headline=None, dry_run=True, task=None)
+    assert task_command(args, cfg, program=("rightsize",)) == (
+        "rightsize", "extract", "--params", "p.yaml", "--out", "o", "--skip-bad",
+        "--workers", "4", "--executor", "local")
 
 
 def test_sbatch_accepts_the_cpu_ask(slurm_cluster: None, tmp_path: Path) -> None:

@@ -55,6 +55,20 @@ class SlurmConfig:
     partition: str | None = None
     poll_s: float = 10.0
 
+    def validate(self, key: str) -> None:
+        """Raise ``ParamsError`` naming ``<key>.<field>`` for a bad value."""
+        from rightsize.params import require
+
+        for name in ("tasks", "cpus_per_task", "mem_mb"):
+            value = getattr(self, name)
+            require(isinstance(value, int) and value >= 1, f"{key}.{name}",
+                    f"must be a positive integer, got {value!r}")
+        require(isinstance(self.gpus_per_task, int) and self.gpus_per_task >= 0,
+                f"{key}.gpus_per_task", f"must be >= 0 (0: no --gres), got {self.gpus_per_task!r}")
+        require(self.time_s is None or self.time_s > 0, f"{key}.time_s",
+                f"must be > 0 s or null (from the ask's prediction), got {self.time_s!r}")
+        require(self.poll_s > 0, f"{key}.poll_s", f"must be > 0 s, got {self.poll_s!r}")
+
     def resources(self, predicted_task_s: float | None) -> SlurmResources:
         """Each task's request; ``--time`` from ``time_s``, else from the prediction."""
         if self.time_s is not None:

@@ -1,78 +1,96 @@
 """``rightsize extract --executor slurm``: the command-line side of the slurm executor.
 
-The extract verb hands over its own argv, the ``extract.slurm`` block and a way to list the
-tasks with missing shards; this module builds the task command (the same invocation with
-``--executor local --task I/N``), prints the script for ``--dry-run`` or submits it through
-:mod:`rightsize.extraction.slurm`. The sizing verb writes the ask's script with
-:func:`ask_job_script`: the same generator, with the ask's GPUs, cores and predicted time.
+The extract verb hands over its parsed flags, its config (with the ``extract.slurm`` block),
+the record list and the ask's prediction; this module builds the task command (the same
+params and output with ``--executor local --task I/N``), prints the script for ``--dry-run``
+or submits the tasks with missing shards through :mod:`rightsize.extraction.slurm`. The
+sizing verb writes the ask's script with :func:`ask_job_script`: the same generator, with the
+ask's GPUs, cores and predicted time.
 """
 
 from __future__ import annotations
 
 import shutil
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from rightsize import console
 
-#: Flags of the submitting invocation that a task must not inherit: it runs locally, its
-#: range comes from the array index, and a dry run submits nothing.
-_DROPPED_WITH_VALUE = ("--executor", "--task")
-_DROPPED = ("--dry-run",)
+
+def _program() -> tuple[str, ...]:
+    """The rightsize script of this install, by absolute path (a task finds the same install
+    whatever its PATH), else this interpreter running the CLI module."""
+    beside = Path(sys.executable).parent / "rightsize"
+    found = str(beside) if beside.is_file() else shutil.which("rightsize")
+    return (found,) if found else (sys.executable, "-m", "rightsize.cli")
 
 
-def task_command(argv: Sequence[str], program: str | None = None) -> tuple[str, ...]:
-    """The command an array task runs: ``argv`` (the extract verb's flags, after
-    ``rightsize``) with ``--executor local`` and without ``--executor``/``--task``/``--dry-run``.
+def task_command(args: Any, cfg: Any, program: tuple[str, ...] | None = None
+                 ) -> tuple[str, ...]:
+    """What an array task runs: this extract invocation's params, output and events folders,
+    on ``cpus_per_task / threads_per_worker`` local workers; the script appends ``--task``.
 
-    ``program`` is the rightsize script to run; by default the one running now, by absolute
-    path, so a task finds the same install whatever its PATH.
+    Metrics and the headline are the submitting run's (one file for the whole array), so a
+    task writes neither.
     """
-    if program is None:
-        found = shutil.which("rightsize")
-        program = str(Path(found).resolve()) if found else f"{sys.executable} -m rightsize.cli"
-    out: list[str] = []
-    skip = False
-    for arg in argv:
-        if skip:
-            skip = False
-            continue
-        if arg in _DROPPED_WITH_VALUE:
-            skip = True
-            continue
-        if arg.startswith(tuple(f"{f}=" for f in _DROPPED_WITH_VALUE)) or arg in _DROPPED:
-            continue
-        out.append(arg)
-    return (*program.split(" "), *out, "--executor", "local")
+    cmd = [*(program or _program()), "extract", "--params", str(args.params),
+           "--out", str(args.out)]
+    if getattr(args, "events", None):
+        cmd += ["--events", str(args.events)]
+    if cfg.skip_bad:
+        cmd.append("--skip-bad")
+    workers = max(1, cfg.slurm.cpus_per_task // cfg.threads_per_worker)
+    return (*cmd, "--workers", str(workers), "--executor", "local")
 
 
-def build_job(command: tuple[str, ...], cfg: Any, out_dir: Path,
+def build_job(command: tuple[str, ...], slurm: Any, out_dir: Path,
               predicted_task_s: float | None, indices: tuple[int, ...]) -> Any:
-    """The array job for ``indices``: resources from ``cfg`` (a ``SlurmConfig``), logs and the
-    script under ``<out_dir>/slurm/``, run from the current directory."""
+    """The array job for ``indices``: resources from ``slurm`` (a ``SlurmConfig``), logs
+    under ``<out_dir>/slurm/``, run from the current directory."""
     from rightsize.extraction.slurm import SlurmJob
 
-    return SlurmJob(command=command, tasks=cfg.tasks, indices=indices,
-                    resources=cfg.resources(predicted_task_s), workdir=Path.cwd().resolve(),
+    return SlurmJob(command=command, tasks=slurm.tasks, indices=indices,
+                    resources=slurm.resources(predicted_task_s), workdir=Path.cwd().resolve(),
                     log_dir=(out_dir / "slurm").resolve())
 
 
-def run(argv: Sequence[str], cfg: Any, out_dir: Path, predicted_task_s: float | None,
-        pending_tasks: Callable[[], list[int]], dry_run: bool) -> int:
-    """Print the job script (``dry_run``) or submit the tasks with missing shards and wait.
+def run_extract_slurm(args: Any, cfg: Any, records: Any,
+                      predict: Callable[[int], dict[str, Any] | None]) -> int:
+    """``rightsize extract --executor slurm``: print the script (``--dry-run``) or submit the
+    tasks whose shard range is incomplete, wait for the array, close the folder.
 
-    ``cfg`` is the parsed ``extract.slurm`` block (``SlurmConfig``); ``pending_tasks`` lists
-    the tasks of ``cfg.tasks`` whose shard range is incomplete. Exit 5 (``SchedulerError``)
-    when sbatch refuses the job or a task leaves shards undone.
+    ``predict(n)`` is the ask's prediction for ``n`` records (None without --bench/--sizing);
+    ``--time`` comes from it for the largest task unless ``extract.slurm.time_s`` is set.
+    Exit 5 (``SchedulerError``) when sbatch refuses the job or a task leaves shards undone.
     """
+    import dataclasses
+    import time
+
+    from rightsize.extraction.records import shard_count, task_shards
+    from rightsize.extraction.report import close_if_complete
+    from rightsize.extraction.run import make_plan
     from rightsize.extraction.slurm import job_script, run_array
 
-    command = task_command(argv)
-    if dry_run:
-        todo = tuple(pending_tasks()) or tuple(range(cfg.tasks))
-        sys.stdout.write(job_script(build_job(command, cfg, out_dir, predicted_task_s, todo)))
+    out = Path(args.out)
+    shards = shard_count(len(records), cfg.shard_records)
+    slurm = dataclasses.replace(cfg.slurm, tasks=max(1, min(cfg.slurm.tasks, shards)))
+    largest = max(len(task_shards(t, slurm.tasks, shards)) for t in range(slurm.tasks))
+    predicted = None
+    if slurm.time_s is None:
+        prediction = predict(min(largest * cfg.shard_records, len(records)))
+        predicted = (prediction or {}).get("wall_s_high")
+    command = task_command(args, cfg)
+
+    def pending() -> list[int]:
+        todo = set(make_plan(cfg, records, out, None).todo)
+        return [t for t in range(slurm.tasks) if todo.intersection(task_shards(t, slurm.tasks,
+                                                                               shards))]
+
+    if args.dry_run:
+        todo = tuple(pending()) or tuple(range(slurm.tasks))
+        sys.stdout.write(job_script(build_job(command, slurm, out, predicted, todo)))
         return 0
 
     def on_change(states: dict[str, str]) -> None:
@@ -82,18 +100,25 @@ def run(argv: Sequence[str], cfg: Any, out_dir: Path, predicted_task_s: float | 
         console.info("slurm: " + (", ".join(f"{n} {s.lower()}" for s, n in sorted(counts.items()))
                                   or "array done"))
 
-    script = out_dir / "slurm" / "job.sh"
-    done = run_array(lambda todo: build_job(command, cfg, out_dir, predicted_task_s, todo),
-                     pending_tasks, script, poll_s=cfg.poll_s, on_change=on_change)
+    start = time.perf_counter()
+    script = out / "slurm" / "job.sh"
+    done = run_array(lambda todo: build_job(command, slurm, out, predicted, todo), pending,
+                     script, poll_s=slurm.poll_s, on_change=on_change)
+    counts = close_if_complete(make_plan(cfg, records, out, None))
+    wall = time.perf_counter() - start
     if not done:
-        console.info(f"slurm: every shard of {out_dir} is already valid; nothing submitted")
+        console.info(f"slurm: every shard of {out} is already valid; nothing submitted")
     else:
-        console.info(f"slurm: task(s) {len(done)} of {cfg.tasks} done; script {script}")
+        console.info(f"slurm: {len(done)} task(s) of {slurm.tasks} ran in {wall:.1f} s "
+                     f"(script {script}); {out}: "
+                     + (f"complete, {counts['good']} good, {counts['bad']} bad" if counts
+                        else "not complete"))
     return 0
 
 
 def ask_job_script(ask: Mapping[str, Any], host_cores: int, mem_mb: int = 8192,
                    command: tuple[str, ...] = ("rightsize", "extract", "--params", "params.yaml",
+                                               "--out", "data/ecg_tokens", "--workers", "1",
                                                "--executor", "local"),
                    log_dir: Path = Path("data/extracted/slurm")) -> str:
     """The job script for the ask (``metrics/sizing.json``'s ``ask``): on GPUs, one task per
