@@ -100,18 +100,20 @@ _STATE: dict[str, Any] = {}
 
 def _init(cfg: ExtractConfig, records: RecordList, out: Path, events: Path | None,
           rank_base: int, counter: Any) -> None:
-    from rightsize.extraction.worker import start_worker
-
     with counter.get_lock():
         rank = rank_base + counter.value
         counter.value += 1
-    _STATE["worker"] = start_worker(cfg, records, out, rank, events)
+    _STATE["args"] = (cfg, records, out, rank, events)
 
 
 def _run(shard: int) -> tuple[ShardFile, int, str, dict[str, float], float]:
-    from rightsize.extraction.worker import run_shard
+    """One shard in a worker process; the model is built on the first call, so an error
+    there (weights that do not fit) reaches the parent as itself, not a broken pool."""
+    from rightsize.extraction.worker import run_shard, start_worker
     from rightsize.measure import peak_rss_mb
 
+    if "worker" not in _STATE:
+        _STATE["worker"] = start_worker(*_STATE["args"])
     state = _STATE["worker"]
     written = run_shard(state, shard)
     return written, state.rank, state.host, dict(state.times), peak_rss_mb()

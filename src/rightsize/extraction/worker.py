@@ -33,6 +33,9 @@ class StopOnBadRecord(Exception):
         self.row = row
         self.error = error
 
+    def __reduce__(self) -> tuple[type, tuple[int, dict[str, str]]]:
+        return (StopOnBadRecord, (self.row, self.error))      # crosses process boundaries
+
 
 @dataclass
 class WorkerState:
