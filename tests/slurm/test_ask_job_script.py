@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import json
 import subprocess
+import sys
 from pathlib import Path
 
 from rightsize.extraction.config import ExtractConfig
-from rightsize.extraction.slurm import SlurmConfig, time_limit_s
-from rightsize.verbs.extract_slurm import ask_job_script, task_command
+from rightsize.extraction.slurm import SlurmConfig, ask_job, job_script, time_limit_s
+from rightsize.verbs.extract_slurm import task_command
+from rightsize.verbs.sizing import ASK_TASK_COMMAND
+
+
+def ask_job_script(ask: dict, host_cores: int, mem_mb: int = 8192) -> str:
+    return job_script(ask_job(ask, host_cores, ASK_TASK_COMMAND, Path("out/slurm"), mem_mb))
 
 
 def _ask(choice: str, wall_high: float, gpus: int | None = None) -> dict:
@@ -52,3 +59,29 @@ def test_sbatch_accepts_the_cpu_ask(slurm_cluster: None, tmp_path: Path) -> None
     proc = subprocess.run(["sbatch", "--test-only", str(path)], capture_output=True, text=True,
                           cwd=tmp_path, check=False)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_the_sizing_verb_writes_the_asks_script(tmp_path: Path) -> None:
+    """`rightsize sizing --job-script` writes the script of the ask it computed."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "sizing"))
+    from sizing_fixtures import SIZING_BLOCK, bench_dict, write_manifest, write_params
+
+    from rightsize.cli import main
+
+    enc, gpu = tmp_path / "encoders", tmp_path / "gpu"
+    enc.mkdir()
+    gpu.mkdir()
+    (enc / "ecg.json").write_text(json.dumps(bench_dict()))
+    (enc / "echo.json").write_text(json.dumps(bench_dict("echojepa", "vitl",
+                                                          preprocess_rate=None)))
+    manifest = write_manifest(tmp_path / "m.parquet", [True, True, False, True], [2, 0, 3, 1])
+    params = write_params(tmp_path / "params.yaml",
+                          disk={**SIZING_BLOCK["disk"], "path": str(tmp_path)})
+    out, script = tmp_path / "sizing.json", tmp_path / "metrics" / "sizing_job.sh"
+    assert main(["sizing", "--params", str(params), "--manifest", str(manifest),
+                 "--bench-dir", str(enc), "--gpu-dir", str(gpu), "--json", str(out),
+                 "--job-script", str(script), "-q"]) == 0
+    ask = json.loads(out.read_text())["ask"]
+    assert ask["choice"] == "cpu"
+    assert script.read_text() == ask_job_script(ask, host_cores=json.loads(
+        out.read_text())["hardware"]["cores"]).replace("out/slurm", "data/ecg_tokens/slurm")

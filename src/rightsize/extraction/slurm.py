@@ -20,9 +20,10 @@ import math
 import shlex
 import subprocess
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from rightsize.atomic import write_text
 from rightsize.errors import InputError, RightsizeError
@@ -307,3 +308,21 @@ def run_array(job_for: Callable[[tuple[int, ...]], SlurmJob],
             f"missing or invalid (cancelled, out of time or failed; see {logs}); run the same "
             f"command again to resubmit only those tasks")
     return list(todo)
+
+
+def ask_job(ask: Mapping[str, Any], host_cores: int, command: tuple[str, ...],
+            log_dir: Path, mem_mb: int = 8192) -> SlurmJob:
+    """The array job of the sizing ask (``metrics/sizing.json``'s ``ask``): on GPUs, one task
+    per GPU chosen with ``--gres=gpu:1`` and the ask's cores per GPU; on this CPU, one task on
+    its cores. ``--time`` is the ask's upper wall clock with the stated margin
+    (:func:`time_limit_s`). No ``--chdir``: it names no machine's paths."""
+    wall_high = float(ask["option"]["wall_s_high"])
+    if ask.get("choice") == "gpu" and ask.get("gpus_chosen"):
+        tasks, gpus = int(ask["gpus_chosen"]), 1
+        cpus = int((ask.get("gpu") or {}).get("cpu_cores_per_gpu") or 1)
+    else:
+        tasks, gpus, cpus = 1, 0, max(1, host_cores)
+    res = SlurmResources(gpus_per_task=gpus, cpus_per_task=cpus, mem_mb=mem_mb,
+                         time_s=time_limit_s(wall_high))
+    return SlurmJob(command=command, tasks=tasks, indices=tuple(range(tasks)), resources=res,
+                    workdir=None, log_dir=log_dir)

@@ -3,16 +3,14 @@
 The extract verb hands over its parsed flags, its config (with the ``extract.slurm`` block),
 the record list and the ask's prediction; this module builds the task command (the same
 params and output with ``--executor local --task I/N``), prints the script for ``--dry-run``
-or submits the tasks with missing shards through :mod:`rightsize.extraction.slurm`. The
-sizing verb writes the ask's script with :func:`ask_job_script`: the same generator, with the
-ask's GPUs, cores and predicted time.
+or submits the tasks with missing shards through :mod:`rightsize.extraction.slurm`.
 """
 
 from __future__ import annotations
 
 import shutil
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -114,27 +112,3 @@ def run_extract_slurm(args: Any, cfg: Any, records: Any,
                      + (f"complete, {counts['good']} good, {counts['bad']} bad" if counts
                         else "not complete"))
     return 0
-
-
-def ask_job_script(ask: Mapping[str, Any], host_cores: int, mem_mb: int = 8192,
-                   command: tuple[str, ...] = ("rightsize", "extract", "--params", "params.yaml",
-                                               "--out", "data/ecg_tokens", "--workers", "1",
-                                               "--executor", "local"),
-                   log_dir: Path = Path("data/extracted/slurm")) -> str:
-    """The job script for the ask (``metrics/sizing.json``'s ``ask``): on GPUs, one task per
-    GPU chosen with ``--gres=gpu:1`` and the ask's cores per GPU; on this CPU, one task with
-    its cores. ``--time`` is the ask's upper wall clock with the stated margin
-    (``extraction.slurm.time_limit_s``). Paths are relative: it names no machine."""
-    from rightsize.extraction.slurm import SlurmJob, SlurmResources, job_script, time_limit_s
-
-    wall_high = float(ask["option"]["wall_s_high"])
-    if ask.get("choice") == "gpu" and ask.get("gpus_chosen"):
-        tasks, gpus = int(ask["gpus_chosen"]), 1
-        cpus = int(ask.get("gpu", {}).get("cpu_cores_per_gpu") or 1)
-    else:
-        tasks, gpus, cpus = 1, 0, max(1, host_cores)
-    res = SlurmResources(gpus_per_task=gpus, cpus_per_task=cpus, mem_mb=mem_mb,
-                         time_s=time_limit_s(wall_high))
-    job = SlurmJob(command=command, tasks=tasks, indices=tuple(range(tasks)), resources=res,
-                   workdir=None, log_dir=log_dir)
-    return job_script(job)

@@ -36,6 +36,12 @@ that finishes within sizing.deadline_h: this machine's CPU, else the fewest GPUs
 """
 
 
+#: What each task of the ask's job script runs (the extract stage's params and output; the
+#: script appends --task I/N), as `rightsize extract --executor slurm` builds it.
+ASK_TASK_COMMAND = ("rightsize", "extract", "--params", "params.yaml", "--out", "data/ecg_tokens",
+                    "--executor", "local")
+
+
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     """Add the ``footprint`` and ``sizing`` verbs to the rightsize parser."""
     fp = sub.add_parser(
@@ -178,9 +184,11 @@ def run_sizing(args: argparse.Namespace) -> int:
         headline.write(args.headline, headline.headline("sizing", sizing=result))
     if args.job_script:
         from rightsize.atomic import write_text
-        from rightsize.verbs.extract_slurm import ask_job_script
+        from rightsize.extraction.slurm import ask_job, job_script
 
-        write_text(args.job_script, ask_job_script(result["ask"], int(result["hardware"]["cores"])))
+        job = ask_job(result["ask"], int(result["hardware"]["cores"]), ASK_TASK_COMMAND,
+                      Path("data/ecg_tokens/slurm"))
+        write_text(args.job_script, job_script(job))
     if args.json == "-":
         return 0
     if not console.quiet():
