@@ -117,3 +117,57 @@ def test_each_task_gets_its_index_and_count(slurm_cluster: None, tmp_path: Path)
     assert sorted(p.name for p in tmp_path.glob("task_*.args")) == ["task_0.args", "task_2.args"]
     assert (tmp_path / "task_2.args").read_text().split() == ["--task", "2/3"]
     assert "restart 0" in (tmp_path / "logs" / "task_0.log").read_text()
+
+
+def _corpus(tmp_path: Path, **slurm: object) -> list[str]:
+    import yaml
+
+    from rightsize.cli import main
+
+    params = yaml.safe_load((Path(__file__).resolve().parents[2] / "params.yaml").read_text())
+    params["ecg_demo"].update(records=4, seconds=6.0)
+    params["extract"].update(records=str(tmp_path / "corpus" / "record_list.csv"),
+                             root=str(tmp_path / "corpus"), shard_records=2)
+    params["extract"]["slurm"].update(slurm)
+    path = tmp_path / "params.yaml"
+    path.write_text(yaml.safe_dump(params))
+    assert main(["ecg-demo", str(tmp_path / "corpus"), "--params", str(path), "-q"]) == 0
+    return ["extract", "--params", str(path), "--out", str(tmp_path / "out"),
+            "--executor", "slurm"]
+
+
+def test_dry_run_prints_the_script_and_writes_nothing(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from rightsize.cli import main
+
+    argv = _corpus(tmp_path, tasks=5, gpus_per_task=2, time_s=3600)
+    capsys.readouterr()
+    assert main([*argv, "--dry-run"]) == 0
+    script = capsys.readouterr().out
+    d = _directives(script)
+    assert "--array=0-1" in d, d              # 2 shards: at most one task per shard
+    assert "--gres=gpu:2" in d and "--time=0-01:00:00" in d, d
+    assert '--executor local --task "${SLURM_ARRAY_TASK_ID}/2"' in script
+    assert not (tmp_path / "out" / "shards").exists()
+
+
+def test_no_time_limit_and_no_prediction_is_exit_2(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from rightsize.cli import main
+
+    argv = _corpus(tmp_path, time_s=None)
+    capsys.readouterr()
+    assert main([*argv, "--dry-run"]) == 2
+    assert "extract.slurm.time_s: not set" in capsys.readouterr().err
+
+
+def test_refused_submission_exits_5_naming_sbatchs_message(
+        slurm_cluster: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from rightsize.cli import main
+
+    argv = _corpus(tmp_path, time_s=600, mem_mb=10**9)
+    capsys.readouterr()
+    assert main(argv) == 5
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("rightsize: error: sbatch ") and "sbatch: error:" in err[-1], err
+    assert not (tmp_path / "out" / "shards").exists()
