@@ -10,6 +10,7 @@ folder is then byte-identical to the ``local`` executor's.
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import time
@@ -119,7 +120,10 @@ def test_killed_and_requeued_tasks_redo_only_their_missing_shards(
                                                           "shard-00002.parquet")}
 
     again = _rightsize(pipeline_env, tmp_path, "extract", "--params", "params.yaml",
-                       "--out", "array", "--executor", "slurm")
+                       "--out", "array", "--executor", "slurm", "--metrics", "m.json")
+    metrics = json.loads((tmp_path / "m.json").read_text())
+    assert metrics["executor"] == "slurm" and metrics["tasks_submitted"] == [0]
+    assert metrics["records"] == 2 and metrics["complete"] is True, metrics   # shard 1 only
     assert "#SBATCH --array=0\n" in (logs / "job.sh").read_text()     # task 0 alone
     task0 = (logs / "task_0.log").read_text()
     assert task0.count("rightsize: task 0 of job") == 2, task0

@@ -276,22 +276,16 @@ def cancel(job_id: str) -> None:
     _run(["scancel", job_id], "scancel")
 
 
-def run_array(job_for: Callable[[tuple[int, ...]], SlurmJob],
-              pending_tasks: Callable[[], list[int]], script_path: Path,
+def run_array(job: SlurmJob, pending_tasks: Callable[[], list[int]], script_path: Path,
               poll_s: float = 10.0,
-              on_change: Callable[[dict[str, str]], None] | None = None) -> list[int]:
-    """Submit the tasks ``pending_tasks()`` names, wait for the array, check again.
+              on_change: Callable[[dict[str, str]], None] | None = None) -> str:
+    """Submit ``job``, wait for the array to leave the queue, check its shards; the job id.
 
-    ``pending_tasks`` lists the tasks whose shard range has a missing or invalid shard (the
-    caller verifies the shards); only those are submitted, so a rerun resumes. The script is
-    written to ``script_path`` first (it is what ran). Returns the tasks submitted (empty:
-    nothing to do). Raises :class:`SchedulerError` when sbatch refuses the job or tasks left
+    The script is written to ``script_path`` first (it is what ran). ``pending_tasks`` lists
+    the tasks whose shard range still has a missing or invalid shard (the caller verifies
+    the shards). Raises :class:`SchedulerError` when sbatch refuses the job or tasks left
     shards undone, naming them and their logs. Interrupted while waiting, it cancels the array.
     """
-    todo = tuple(pending_tasks())
-    if not todo:
-        return []
-    job = job_for(todo)
     job.log_dir.mkdir(parents=True, exist_ok=True)
     write_text(script_path, job_script(job))
     job_id = submit(script_path)
@@ -307,7 +301,7 @@ def run_array(job_for: Callable[[tuple[int, ...]], SlurmJob],
             f"slurm job {job_id}: task(s) {array_spec(left)} of {job.tasks} left shards "
             f"missing or invalid (cancelled, out of time or failed; see {logs}); run the same "
             f"command again to resubmit only those tasks")
-    return list(todo)
+    return job_id
 
 
 def ask_job(ask: Mapping[str, Any], host_cores: int, command: tuple[str, ...],

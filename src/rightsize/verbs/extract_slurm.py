@@ -57,7 +57,8 @@ def build_job(command: tuple[str, ...], slurm: Any, out_dir: Path,
 def run_extract_slurm(args: Any, cfg: Any, records: Any,
                       predict: Callable[[int], dict[str, Any] | None]) -> int:
     """``rightsize extract --executor slurm``: print the script (``--dry-run``) or submit the
-    tasks whose shard range is incomplete, wait for the array, close the folder.
+    tasks whose shard range is incomplete, wait for the array, close the folder, write the
+    run's metrics (``--metrics``, ``--headline``) with the ask's prediction beside them.
 
     ``predict(n)`` is the ask's prediction for ``n`` records (None without --bench/--sizing);
     ``--time`` comes from it for the largest task unless ``extract.slurm.time_s`` is set.
@@ -66,30 +67,41 @@ def run_extract_slurm(args: Any, cfg: Any, records: Any,
     import dataclasses
     import time
 
-    from rightsize.extraction.records import shard_count, task_shards
-    from rightsize.extraction.report import close_if_complete
+    from rightsize.extraction.records import shard_count, shard_rows, task_shards
     from rightsize.extraction.run import make_plan
-    from rightsize.extraction.slurm import job_script, run_array
+    from rightsize.extraction.slurm import job_script
 
     out = Path(args.out)
     shards = shard_count(len(records), cfg.shard_records)
     slurm = dataclasses.replace(cfg.slurm, tasks=max(1, min(cfg.slurm.tasks, shards)))
-    largest = max(len(task_shards(t, slurm.tasks, shards)) for t in range(slurm.tasks))
+    ranges = [task_shards(t, slurm.tasks, shards) for t in range(slurm.tasks)]
+    largest = max(len(r) for r in ranges)
     predicted = None
     if slurm.time_s is None:
         prediction = predict(min(largest * cfg.shard_records, len(records)))
         predicted = (prediction or {}).get("wall_s_high")
-    command = task_command(args, cfg)
 
     def pending() -> list[int]:
         todo = set(make_plan(cfg, records, out, None).todo)
-        return [t for t in range(slurm.tasks) if todo.intersection(task_shards(t, slurm.tasks,
-                                                                               shards))]
+        return [t for t, r in enumerate(ranges) if todo.intersection(r)]
 
+    first = set(make_plan(cfg, records, out, None).todo)
+    tasks = tuple(t for t, r in enumerate(ranges) if first.intersection(r))
+    job = build_job(task_command(args, cfg), slurm, out, predicted,
+                    tasks or tuple(range(slurm.tasks)))
     if args.dry_run:
-        todo = tuple(pending()) or tuple(range(slurm.tasks))
-        sys.stdout.write(job_script(build_job(command, slurm, out, predicted, todo)))
+        sys.stdout.write(job_script(job))
         return 0
+    todo_records = sum(len(shard_rows(s, len(records), cfg.shard_records)) for s in first)
+    start = time.perf_counter()
+    job_id = _submit_and_wait(job, pending, out, slurm.poll_s) if tasks else None
+    return _close(args, cfg, records, out, job, job_id, todo_records,
+                  time.perf_counter() - start, predict)
+
+
+def _submit_and_wait(job: Any, pending: Callable[[], list[int]], out: Path,
+                     poll_s: float) -> str:
+    from rightsize.extraction.slurm import run_array
 
     def on_change(states: dict[str, str]) -> None:
         counts: dict[str, int] = {}
@@ -98,17 +110,49 @@ def run_extract_slurm(args: Any, cfg: Any, records: Any,
         console.info("slurm: " + (", ".join(f"{n} {s.lower()}" for s, n in sorted(counts.items()))
                                   or "array done"))
 
-    start = time.perf_counter()
-    script = out / "slurm" / "job.sh"
-    done = run_array(lambda todo: build_job(command, slurm, out, predicted, todo), pending,
-                     script, poll_s=slurm.poll_s, on_change=on_change)
-    counts = close_if_complete(make_plan(cfg, records, out, None))
-    wall = time.perf_counter() - start
-    if not done:
+    return run_array(job, pending, out / "slurm" / "job.sh", poll_s=poll_s, on_change=on_change)
+
+
+def _close(args: Any, cfg: Any, records: Any, out: Path, job: Any, job_id: str | None,
+           todo_records: int, wall: float,
+           predict: Callable[[int], dict[str, Any] | None]) -> int:
+    """Close the folder when complete; metrics of the array run; one summary line."""
+    from rightsize.extraction.report import close_if_complete
+    from rightsize.extraction.run import make_plan
+    from rightsize.verbs import headline
+
+    plan = make_plan(cfg, records, out, None)
+    counts = close_if_complete(plan)
+    if job_id is None:
         console.info(f"slurm: every shard of {out} is already valid; nothing submitted")
     else:
-        console.info(f"slurm: {len(done)} task(s) of {slurm.tasks} ran in {wall:.1f} s "
-                     f"(script {script}); {out}: "
+        console.info(f"slurm: job {job_id}, {len(job.indices)} task(s) of {job.tasks}, "
+                     f"{todo_records} records in {wall:.1f} s; {out}: "
                      + (f"complete, {counts['good']} good, {counts['bad']} bad" if counts
                         else "not complete"))
+    if not (args.metrics or args.headline):
+        return 0
+    metrics: dict[str, Any] = {
+        "executor": "slurm", "job_id": job_id, "tasks": job.tasks,
+        "tasks_submitted": list(job.indices) if job_id else [],
+        "time_limit_s": job.resources.time_s, "records": todo_records,
+        "records_in_corpus": len(records), "shards_in_corpus": plan.shards,
+        "wall_s": wall, "records_per_s": todo_records / wall if job_id and wall > 0 else None,
+        "features": plan.identity["features"], "complete": counts is not None,
+        "counts": counts, "task_logs": str(job.log_dir),
+    }
+    prediction = predict(todo_records) if job_id else None
+    if prediction is not None:
+        from rightsize.sizing.predict import compare
+
+        metrics["prediction"] = prediction
+        metrics["prediction_note"] = ("the ask's prediction for these records in one process "
+                                      "on this machine's CPU; the array ran "
+                                      f"{len(job.indices)} task(s) of "
+                                      f"{job.resources.cpus_per_task} core(s)")
+        metrics["prediction_check"] = compare(prediction, wall, {})
+    if args.metrics:
+        console.emit_json(args.metrics, metrics)
+    if args.headline:
+        headline.write(args.headline, headline.headline("extract", extract=metrics))
     return 0
