@@ -34,28 +34,27 @@ def predict_cpu_run(records: int, bench: dict[str, Any], cfg: SizingConfig, mode
 def compare(prediction: dict[str, Any], wall_s: float,
             measured_parts: dict[str, float]) -> dict[str, Any]:
     """The measured wall clock against the predicted range: ratio to each end, whether it
-    falls inside, and (outside) the part whose measured seconds are furthest from its
-    prediction (``measured_parts``: seconds per part, over all cores as the ask counts them).
+    falls inside, and (outside) the part that contributed most seconds to the miss
+    (``measured_parts``: wall-clock seconds per part; a part the ask does not predict, such
+    as start-up, counts as predicted at 0 s).
     """
     lo, hi = prediction.get("wall_s_low"), prediction.get("wall_s_high")
     out: dict[str, Any] = {"wall_s": wall_s, "predicted_wall_s_low": lo,
-                           "predicted_wall_s_high": hi}
+                           "predicted_wall_s_high": hi, "parts_measured_s": measured_parts}
     if not lo or not hi:
         return {**out, "inside": None, "ratio_to_high": None, "ratio_to_low": None,
                 "mispredicted_part": None, "note": "no prediction (compute not measured)"}
     inside = lo <= wall_s <= hi
     out.update(inside=inside, ratio_to_high=wall_s / hi, ratio_to_low=wall_s / lo,
                ratio_to_mid=wall_s / ((lo + hi) / 2))
-    worst, worst_ratio = None, 1.0
     parts = prediction.get("parts", {})
+    excess: dict[str, tuple[float, float | None]] = {}
     for name, seconds in measured_parts.items():
         p = parts.get(name) or {}
         mid = ((p.get("low_s") or 0) + (p.get("high_s") or 0)) / 2
-        if mid > 0 and seconds > 0:
-            r = seconds / mid
-            if abs(r - 1) > abs(worst_ratio - 1):
-                worst, worst_ratio = name, r
+        excess[name] = (seconds - mid, seconds / mid if mid > 0 else None)
+    worst = max(excess, key=lambda k: abs(excess[k][0]), default=None)
     out["mispredicted_part"] = None if inside else worst
-    out["mispredicted_ratio"] = None if inside else (worst_ratio if worst else None)
-    out["parts_measured_s"] = measured_parts
+    out["mispredicted_excess_s"] = None if inside or worst is None else excess[worst][0]
+    out["mispredicted_ratio"] = None if inside or worst is None else excess[worst][1]
     return out
