@@ -1,7 +1,7 @@
 """``rightsize extract --executor slurm`` against the real one-node cluster (.ci/slurm-up).
 
 A 3-task array on a 12-record synthetic corpus (6 shards of 2, two per task), one task at a
-time (each asks for both cores): task 0 is killed with ``scancel`` after its first shard,
+time (each asks for all the node's cores): task 0 is killed with ``scancel`` after its first shard,
 task 1 is requeued with ``scontrol requeue`` after its first shard. The array ends with task
 0's second shard missing, so the executor exits 5 naming task 0; the same command again
 submits task 0 alone, which keeps its first shard and writes the second. Every file of the
@@ -28,10 +28,14 @@ JOB_LINE = re.compile(r"rightsize: task (\d+) of job (\d+)")
 def _params(tmp_path: Path) -> Path:
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
     params["ecg_demo"].update(records=12, seconds=6.0)
+    # each task asks for every core of the node, so tasks run one at a time, and runs one
+    # worker on them (threads_per_worker = cores), so a task writes its shards in order
+    cores = int(subprocess.run(["sinfo", "-h", "-o", "%c"], capture_output=True, text=True,
+                               check=True).stdout.split()[0].rstrip("+"))
     params["extract"].update(records="corpus/record_list.csv", root="corpus", size="small",
                              layers=[8], shard_records=2, batch_size=2, workers=1,
-                             threads_per_worker=2)
-    params["extract"]["slurm"].update(tasks=3, cpus_per_task=2, mem_mb=1500, time_s=900,
+                             threads_per_worker=cores)
+    params["extract"]["slurm"].update(tasks=3, cpus_per_task=cores, mem_mb=1500, time_s=900,
                                       poll_s=0.5)
     path = tmp_path / "params.yaml"
     path.write_text(yaml.safe_dump(params))
