@@ -16,9 +16,10 @@ JSON_OPTION = {
     "cohort": "--metrics", "train": "--metrics", "evaluate": "--json",
     "missing-modality": "--json", "footprint": "--json", "sizing": "--json",
     "bench-encoder": "--json", "token-cost": "--json",
-    "seeds": "--json", "sweep": "--json", "report": "--json",
+    "seeds": "--json", "sweep": "--json", "report": "--json", "extract": "--metrics",
 }
-NO_REPORT = {"demo-run"}     # writes files and its truth JSON (--truth); prints no report
+NO_REPORT = {"demo-run",     # writes files and its truth JSON (--truth); prints no report
+             "ecg-demo"}     # writes a corpus; prints no report
 
 
 def test_every_reporting_verb_has_a_json_option():

@@ -48,6 +48,9 @@ def test_layout_index_checksums_and_cost_only_note(corpus: Path) -> None:
     listed = {line.split("  ")[1] for line in sums(out).splitlines()}
     assert listed == {p.relative_to(out).as_posix() for p in out.rglob("*")
                       if p.is_file() and p.name != "SHA256SUMS"}
+    from rightsize.cli import main
+
+    assert main(["verify", str(out), "-q"]) == 0                  # rightsize verify reads it
     m = metrics(corpus / "m.json")
     assert m["records"] == 6 and m["shards_run"] == 3 and m["complete"]
     assert m["bf16_vs_float32"] == "not measured on a GPU"
@@ -103,6 +106,15 @@ def test_rerun_redoes_only_missing_or_damaged_shards(corpus: Path) -> None:
     damaged = shards / "shard-00002.parquet"
     damaged.write_bytes(damaged.read_bytes()[:-100])
     (shards / ".shard-00000.parquet.abc.tmp").write_bytes(b"a killed worker's leftover")
+    from rightsize.extraction.config import ExtractConfig
+    from rightsize.extraction.records import read_record_list
+    from rightsize.extraction.run import make_plan
+    from rightsize.params import load_block
+
+    cfg = load_block(corpus / "params.yaml", "extract", ExtractConfig)
+    plan = make_plan(cfg, read_record_list(Path("corpus/record_list.csv"), Path("corpus")),
+                     corpus / "out", None)
+    assert plan.todo == [0, 2] and not (corpus / "out" / "SHA256SUMS").exists()
     assert extract(corpus, "--metrics", "b.json") == 0
     m = metrics(corpus / "b.json")
     assert (m["shards_run"], m["shards_reused"], m["records"]) == (2, 1, 4)
@@ -234,3 +246,19 @@ def test_the_ask_predicted_range_sits_beside_the_measured_wall_clock(corpus: Pat
     md = render_markdown(extract_blocks(read_json(corpus / "m.json")), "figures")
     assert f"{want['wall_s_low']:,.1f} s to {want['wall_s_high']:,.1f} s" in md
     assert f"{m['wall_s']:,.1f} s" in md and "features for cost only" in md
+
+
+def test_bf16_difference_is_measured_per_layer() -> None:
+    """The comparison a CUDA run reports, exercised with CPU autocast (no GPU here)."""
+    import torch
+
+    from rightsize.encoders.models import EcgGeometry
+    from rightsize.encoders.weights import build_extractor
+    from rightsize.extraction.worker import bf16_difference
+
+    model, _ = build_extractor("small", None, 0, 8, EcgGeometry())
+    x = torch.from_numpy(np.random.default_rng(0).uniform(-1, 1, (2, 6000)).astype(np.float32))
+    d = bf16_difference(model, x, (4, 8), "cpu")
+    assert d["inputs"] == 2 and set(d) == {"inputs", "layer_4", "layer_8"}
+    for layer in ("layer_4", "layer_8"):
+        assert 0 < d[layer]["max_abs"] and 1e-4 < d[layer]["rel_rms"] < 0.2   # bf16: ~3 digits

@@ -73,7 +73,8 @@ def run_metrics(plan: Plan, stats: RunStats, wall_s: float, records: int, worker
                         **{f"rank{r}": v for r, v in sorted(stats.peak_rss_mb.items())}},
         "peak_rss_mb_max_worker": max(stats.peak_rss_mb.values(), default=None),
         "features": plan.identity["features"],
-        "bf16_vs_float32": NOT_ON_GPU if not cfg.device.startswith("cuda") else None,
+        "bf16_vs_float32": NOT_ON_GPU if not cfg.device.startswith("cuda")
+        else stats.bf16_check,
         "complete": counts is not None, "counts": counts,
         "hardware": hardware_stamp(threads=cfg.threads_per_worker * workers,
                                    device=cfg.device),

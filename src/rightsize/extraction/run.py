@@ -49,6 +49,7 @@ class RunStats:
     times: dict[int, dict[str, float]] = field(default_factory=dict)
     peak_rss_mb: dict[int, float] = field(default_factory=dict)
     hosts: dict[int, str] = field(default_factory=dict)
+    bf16_check: dict[str, Any] | None = None     # the first worker's bf16 vs float32 batch
 
     def total(self, part: str) -> float:
         """``part`` seconds summed over the workers."""
@@ -71,6 +72,9 @@ def make_plan(cfg: ExtractConfig, records: RecordList, out: Path,
         else:
             plan.done[s] = found
     _remove_temporaries(out, plan.todo)
+    if plan.todo:                     # the folder is not complete: no stale index or checksums
+        for name in ("SHA256SUMS", "index.parquet", "extract.json", "errors.csv"):
+            (out / name).unlink(missing_ok=True)
     return plan
 
 
@@ -106,7 +110,8 @@ def _init(cfg: ExtractConfig, records: RecordList, out: Path, events: Path | Non
     _STATE["args"] = (cfg, records, out, rank, events)
 
 
-def _run(shard: int) -> tuple[ShardFile, int, str, dict[str, float], float]:
+def _run(shard: int) -> tuple[ShardFile, int, str, dict[str, float], float,
+                             dict[str, Any] | None]:
     """One shard in a worker process; the model is built on the first call, so an error
     there (weights that do not fit) reaches the parent as itself, not a broken pool."""
     from rightsize.extraction.worker import run_shard, start_worker
@@ -116,7 +121,8 @@ def _run(shard: int) -> tuple[ShardFile, int, str, dict[str, float], float]:
         _STATE["worker"] = start_worker(*_STATE["args"])
     state = _STATE["worker"]
     written = run_shard(state, shard)
-    return written, state.rank, state.host, dict(state.times), peak_rss_mb()
+    return (written, state.rank, state.host, dict(state.times), peak_rss_mb(),
+            state.bf16_check)
 
 
 class BadRecordError(DataError):
@@ -157,6 +163,7 @@ def run_local(plan: Plan, workers: int, events: Path | None, rank_base: int,
                 except StopOnBadRecord as exc:
                     raise _bad(exc) from None
                 stats.times[state.rank] = dict(state.times)
+                stats.bf16_check = stats.bf16_check or state.bf16_check
                 stats.peak_rss_mb[state.rank] = peak_rss_mb()
                 stats.hosts[state.rank] = state.host
                 on_shard(written)
@@ -185,7 +192,7 @@ def _run_pool(plan: Plan, workers: int, events: Path | None, rank_base: int,
         try:
             for fut in as_completed(futures):
                 try:
-                    written, rank, host, times, rss = fut.result()
+                    written, rank, host, times, rss, bf16 = fut.result()
                 except StopOnBadRecord as exc:
                     if first_bad is None or exc.row < first_bad.row:
                         first_bad = exc
@@ -193,6 +200,7 @@ def _run_pool(plan: Plan, workers: int, events: Path | None, rank_base: int,
                         other.cancel()
                     continue
                 stats.times[rank], stats.peak_rss_mb[rank], stats.hosts[rank] = times, rss, host
+                stats.bf16_check = stats.bf16_check or bf16
                 on_shard(written)
         except BaseException:
             for other in futures:

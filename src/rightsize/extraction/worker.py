@@ -50,6 +50,7 @@ class WorkerState:
     events: Any = None
     host: str = "localhost"
     step: int = 0
+    bf16_check: dict[str, Any] | None = None
     times: dict[str, float] = field(default_factory=lambda: {"read_preprocess_s": 0.0,
                                                               "compute_s": 0.0,
                                                               "write_s": 0.0})
@@ -93,6 +94,9 @@ def _encode(state: WorkerState, inputs: np.ndarray) -> list[np.ndarray]:
     for start in range(0, len(inputs), cfg.batch_size):
         t0 = time.perf_counter()
         batch = torch.from_numpy(inputs[start:start + cfg.batch_size]).to(cfg.device)
+        if cfg.device.startswith("cuda") and state.bf16_check is None:
+            state.bf16_check = bf16_difference(state.model, batch, cfg.stored_layers, "cuda")
+            t0 = time.perf_counter()
         with torch.inference_mode(), _autocast(cfg.device):
             hidden = state.model(batch, output_hidden_states=True).hidden_states
         for j, layer in enumerate(cfg.stored_layers):
@@ -107,6 +111,26 @@ def _encode(state: WorkerState, inputs: np.ndarray) -> list[np.ndarray]:
             state.events.add_scalar("extract/records_per_s", per_record / seconds,
                                     state.step, now)
     return [np.concatenate(parts) for parts in out]
+
+
+def bf16_difference(model: Any, batch: Any, layers: tuple[int, ...],
+                    device_type: str) -> dict[str, Any]:
+    """The same batch in float32 and under bf16 autocast: per layer the largest absolute
+    difference and the RMS difference relative to the float32 RMS."""
+    import torch
+
+    with torch.inference_mode():
+        ref = model(batch, output_hidden_states=True).hidden_states
+        with torch.autocast(device_type, dtype=torch.bfloat16):
+            low = model(batch, output_hidden_states=True).hidden_states
+        out: dict[str, Any] = {"inputs": int(batch.shape[0])}
+        for k in layers:
+            a, b = ref[k].float(), low[k].float()
+            diff = a - b
+            out[f"layer_{k}"] = {
+                "max_abs": float(diff.abs().max()),
+                "rel_rms": float(diff.pow(2).mean().sqrt() / a.pow(2).mean().sqrt())}
+    return out
 
 
 def _autocast(device: str) -> Any:

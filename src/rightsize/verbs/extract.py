@@ -38,7 +38,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p = sub.add_parser(
         "extract", parents=[common], epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        help="extract token-level HuBERT-ECG hidden states from WFDB records into shards",
+        help="token-level HuBERT-ECG states of WFDB records",
         description="Read the record list (extract.records, MIMIC-IV-ECG layout), preprocess "
                     "each WFDB record with HuBERT-ECG's recipe (the encoder bench's function), "
                     "encode it and write the chosen layers' hidden states into shards of "
@@ -73,8 +73,10 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.set_defaults(func=run_extract)
 
     d = sub.add_parser(
-        "ecg-demo", parents=[common],
-        help="write a synthetic ECG-like WFDB corpus in MIMIC-IV-ECG's layout",
+        "ecg-demo", parents=[common], formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="example:\n  rightsize ecg-demo data/ecg_demo --params params.yaml\n\n"
+               "exit codes: 0 ok; 2 bad params or an output that cannot be written",
+        help="a synthetic WFDB corpus, MIMIC-IV-ECG layout",
         description="Write ecg_demo.records synthetic 12-lead records (marked synthetic in "
                     "every header and in SYNTHETIC.txt) and record_list.csv into FOLDER.")
     d.add_argument("folder", help="folder to write (replaced whole)")
