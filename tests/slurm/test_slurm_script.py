@@ -141,6 +141,9 @@ def test_dry_run_prints_the_script_and_writes_nothing(
     from rightsize.cli import main
 
     argv = _corpus(tmp_path, tasks=5, gpus_per_task=2, time_s=3600)
+    running = tmp_path / "out" / "shards" / ".shard-00000.parquet.1234.tmp"  # a task's, mid-write
+    running.parent.mkdir(parents=True)
+    running.write_bytes(b"partial")
     capsys.readouterr()
     assert main([*argv, "--dry-run"]) == 0
     script = capsys.readouterr().out
@@ -148,7 +151,7 @@ def test_dry_run_prints_the_script_and_writes_nothing(
     assert "--array=0-1" in d, d              # 2 shards: at most one task per shard
     assert "--gres=gpu:2" in d and "--time=0-01:00:00" in d, d
     assert '--executor local --task "${SLURM_ARRAY_TASK_ID}/2"' in script
-    assert not (tmp_path / "out" / "shards").exists()
+    assert sorted(p.name for p in (tmp_path / "out").rglob("*")) == sorted(["shards", running.name])
 
 
 def test_no_time_limit_and_no_prediction_is_exit_2(

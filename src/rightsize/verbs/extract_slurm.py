@@ -68,7 +68,6 @@ def run_extract_slurm(args: Any, cfg: Any, records: Any,
     import time
 
     from rightsize.extraction.records import shard_count, shard_rows, task_shards
-    from rightsize.extraction.run import make_plan
     from rightsize.extraction.slurm import job_script
 
     out = Path(args.out)
@@ -82,10 +81,10 @@ def run_extract_slurm(args: Any, cfg: Any, records: Any,
         predicted = (prediction or {}).get("wall_s_high")
 
     def pending() -> list[int]:
-        todo = set(make_plan(cfg, records, out, None).todo)
+        todo = _shards_to_do(cfg, records, out, shards)
         return [t for t, r in enumerate(ranges) if todo.intersection(r)]
 
-    first = set(make_plan(cfg, records, out, None).todo)
+    first = _shards_to_do(cfg, records, out, shards)
     tasks = tuple(t for t, r in enumerate(ranges) if first.intersection(r))
     job = build_job(task_command(args, cfg), slurm, out, predicted,
                     tasks or tuple(range(slurm.tasks)))
@@ -97,6 +96,18 @@ def run_extract_slurm(args: Any, cfg: Any, records: Any,
     job_id = _submit_and_wait(job, pending, out, slurm.poll_s) if tasks else None
     return _close(args, cfg, records, out, job, job_id, todo_records,
                   time.perf_counter() - start, predict)
+
+
+def _shards_to_do(cfg: Any, records: Any, out: Path, shards: int) -> set[int]:
+    """Shards missing or invalid under this config, read only: unlike ``make_plan`` this
+    removes nothing, so a dry run, or the check after the array, never touches a running
+    task's temporary files."""
+    from rightsize.encoders.weights import weights_identity
+    from rightsize.extraction.shards import fingerprint, read_done
+
+    identity = weights_identity(cfg.size, Path(cfg.weights) if cfg.weights else None, cfg.seed)
+    want = fingerprint(cfg, identity)
+    return {s for s in range(shards) if read_done(out, s, records, cfg, want) is None}
 
 
 def _submit_and_wait(job: Any, pending: Callable[[], list[int]], out: Path,
