@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from rightsize.extraction.slurm import SlurmConfig
 from rightsize.params import require, require_one_of
 
 DTYPES = ("float16", "float32")
@@ -45,6 +46,7 @@ class ExtractConfig:
     device: str = "cpu"
     skip_bad: bool = False
     executor: str = "local"
+    slurm: SlurmConfig = field(default_factory=SlurmConfig)   # --executor slurm's array
 
     def validate(self, key: str) -> None:
         """Raise ``ParamsError`` naming ``<key>.<field>`` for a bad value."""

@@ -145,15 +145,19 @@ def run_extract(args: argparse.Namespace) -> int:
     from rightsize.extraction.records import parse_task, read_record_list
 
     cfg = _config(args)
-    if cfg.executor == "slurm":
-        raise InputError("--executor slurm: not built on this branch yet (the Slurm array "
-                         "executor of issue 31); run --executor local, or --task I/N per task")
-    if args.dry_run:
+    if args.dry_run and cfg.executor != "slurm":
         raise InputError("--dry-run applies to --executor slurm only")
+    if cfg.executor == "slurm" and args.task:
+        raise InputError("--task: a task of --executor local (the slurm executor sets it)")
     atomic.check_writable(args.out, folder=True)
     atomic.check_writable(args.metrics, args.headline)
     task = parse_task(args.task) if args.task else None
     records = read_record_list(Path(cfg.records), Path(cfg.root))
+    if cfg.executor == "slurm":
+        from rightsize.verbs.extract_slurm import run_extract_slurm
+
+        return run_extract_slurm(args, cfg, records,
+                                 lambda n: _prediction(args, n, len(cfg.layers)))
     return _run(args, cfg, records, task)
 
 

@@ -30,6 +30,12 @@ that finishes within sizing.deadline_h: this machine's CPU, else the fewest GPUs
 """
 
 
+#: What each task of the ask's job script runs (the extract stage's params and output; the
+#: script appends --task I/N), as `rightsize extract --executor slurm` builds it.
+ASK_TASK_COMMAND = ("rightsize", "extract", "--params", "params.yaml", "--out", "data/ecg_tokens",
+                    "--executor", "local")
+
+
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     """Add the ``sizing`` verb to the rightsize parser."""
     sz = sub.add_parser(
@@ -52,6 +58,9 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                     help="committed GPU bench files (default: measurements/gpu)")
     sz.add_argument("--json", help="write the result JSON here (atomically); '-' prints it on "
                                    "stdout instead of the table")
+    sz.add_argument("--job-script",
+                    help="write the ask's Slurm job script here (what `rightsize extract "
+                         "--executor slurm --dry-run` prints, with the ask's GPUs and time)")
     headline.add_argument(sz, "the ask's wall hours and storage bytes")
     sz.set_defaults(func=run_sizing)
 
@@ -122,7 +131,7 @@ def run_sizing(args: argparse.Namespace) -> int:
     from rightsize.sizing.plan import size_all
     from rightsize.sizing.report_rows import table_rows
 
-    check_writable(args.headline)
+    check_writable(args.headline, args.job_script)
     raw = load_params(args.params)
     if "sizing" not in raw:
         raise ParamsError(f"{args.params}: missing key sizing")
@@ -147,6 +156,13 @@ def run_sizing(args: argparse.Namespace) -> int:
         console.emit_json(args.json, result)
     if args.headline:
         headline.write(args.headline, headline.headline("sizing", sizing=result))
+    if args.job_script:
+        from rightsize.atomic import write_text
+        from rightsize.extraction.slurm import ask_job, job_script
+
+        job = ask_job(result["ask"], int(result["hardware"]["cores"]), ASK_TASK_COMMAND,
+                      Path("data/ecg_tokens/slurm"))
+        write_text(args.job_script, job_script(job))
     if args.json == "-":
         return 0
     if not console.quiet():
