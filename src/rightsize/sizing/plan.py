@@ -23,9 +23,11 @@ import logging
 from typing import Any
 
 from rightsize.errors import ParamsError
+from rightsize.sizing.ask import ask, fits, gpu_types
 from rightsize.sizing.config import PAIRED, ModelSizing, ScenarioCount, SizingConfig
-from rightsize.sizing.gpu_files import gpu_files_report, pick_gpu_file
-from rightsize.sizing.timing import Part, add_jobs, cheapest, cost, cpu_job, gpu_job, part_for
+from rightsize.sizing.geometry_words import geometry_words
+from rightsize.sizing.gpu_files import check_gpu_files, gpu_files_report, pick_gpu_file
+from rightsize.sizing.timing import Part, cheapest, cpu_job, gpu_job, part_for
 from rightsize.sizing.units import DTYPE_BYTES, parse_size
 
 log = logging.getLogger(__name__)
@@ -53,12 +55,13 @@ def _where(bench: dict[str, Any]) -> str:
 
 def _io_parts(storage: int, input_bytes: int | None, disk: dict[str, Any]) -> dict[str, Part]:
     w, r = disk["write"], disk.get("read")
-    write = part_for("writing", storage,
-                     min(w["bytes_per_s_shard_min"], w["bytes_per_s"]),
-                     max(w["bytes_per_s_shard_max"], w["bytes_per_s"]), "measured",
-                     f"{w['bytes_per_s'] / MB:,.0f} MB/s writing {w['format']} float16 shards "
-                     f"of {w['shard_bytes'] / MB:,.0f} MB, fsync'd, at {disk['path']} on "
-                     f"this machine")
+    # The aggregate over the whole sample (every shard and the folder fsync'd), never the
+    # fastest single shard: a job writes all of its shards.
+    write = part_for("writing", storage, w["bytes_per_s"], w["bytes_per_s"], "measured",
+                     f"{w['bytes_per_s'] / MB:,.0f} MB/s writing {w['array_bytes'] / MB:,.0f} MB "
+                     f"of {w['format']} float16 shards ({w['shards']} of "
+                     f"{w['shard_bytes'] / MB:,.0f} MB, each fsync'd), aggregate over the "
+                     f"whole sample, at {disk['path']} on this machine")
     if input_bytes is None:
         read = Part("reading", None, None, "not measured",
                     "input bytes per record not known (no input file measured)")
@@ -104,25 +107,43 @@ def job_parts(records: int, bench: dict[str, Any], cfg: SizingConfig, storage: i
     cpu = {"compute": part_for("compute", records, lo, hi, how, note),
            "preprocessing": _preprocessing(records, bench, threads,
                                            f"this machine's {threads} cores"), **io}
-    name, gfile = gpu
-    g_lo, g_hi = _rates(gfile, "records_per_s") if gfile else (None, None)
-    if g_lo is not None:
-        compute = part_for("compute", records, g_lo, g_hi, "measured",
-                           f"{gfile['records_per_s']:.4g} records/s per GPU measured on "
-                           f"{gfile['hardware'].get('gpu', 'a GPU')} ({name}, batch "
-                           f"{gfile.get('best_batch')}, {gfile.get('compute_dtype', '?')})")
-    else:
-        e = cfg.estimate
-        flops, peak = records * float(bench["flops_per_record"]), e.peak_tflops * 1e12
-        compute = Part("compute", flops / (peak * e.utilisation[1]),
-                       flops / (peak * e.utilisation[0]), "estimated",
-                       f"no GPU measurement: measured FLOPs at {e.utilisation[0]:.0%}-"
-                       f"{e.utilisation[1]:.0%} of {e.gpu}'s {e.peak_tflops:g} TFLOP/s "
-                       f"bf16/fp16 tensor-core peak")
+    compute = gpu_compute(records, bench, cfg.estimate.gpu, cfg.estimate.utilisation, gpu)
     per_gpu = {"compute": compute,
                "preprocessing": _preprocessing(records, bench, 1,
                                                f"{cfg.cpu_cores_per_gpu} cores per GPU"), **io}
     return cpu, per_gpu
+
+
+def gpu_compute(records: int, bench: dict[str, Any], gpu_type: str,
+                utilisation: tuple[float, float],
+                gpu: tuple[str | None, dict[str, Any] | None]) -> Part:
+    """One GPU's compute: the committed GPU file's measured rate when there is one, else the
+    measured FLOPs at ``utilisation`` of ``gpu_type``'s published dense bf16 peak."""
+    from rightsize.sizing.gpu_types import GPU_TYPES
+
+    name, gfile = gpu
+    g_lo, g_hi = _rates(gfile, "records_per_s") if gfile else (None, None)
+    if gfile is not None and g_lo is not None:
+        return part_for("compute", records, g_lo, g_hi, "measured",
+                        f"{gfile['records_per_s']:.4g} records/s per GPU measured on "
+                        f"{gfile['hardware'].get('gpu', 'a GPU')} ({name}, batch "
+                        f"{gfile.get('best_batch')}, {gfile.get('compute_dtype', '?')})")
+    t = GPU_TYPES[gpu_type]
+    flops, peak = records * float(bench["flops_per_record"]), t.bf16_dense_tflops * 1e12
+    return Part("compute", flops / (peak * utilisation[1]), flops / (peak * utilisation[0]),
+                "estimated", f"no GPU measurement: measured FLOPs at {utilisation[0]:.0%}-"
+                f"{utilisation[1]:.0%} of {t.name}'s {t.bf16_dense_tflops:g} TFLOP/s dense "
+                f"bf16 tensor-core peak ({t.source})")
+
+
+#: A part of a model's job in plain words, for "unknown: <part>".
+UNKNOWN_WORDS = {("echojepa", "preprocessing"): "decoding", ("echojepa", "reading"):
+                 "input reading", ("hubert_ecg", "reading"): "input reading"}
+
+
+def unknown_parts(model: str, family: str, job: dict[str, Any]) -> list[str]:
+    """The parts of ``job`` with no time, in plain words: ``echo decoding``."""
+    return [f"{model} {UNKNOWN_WORDS.get((family, p), p)}" for p in job["not_measured"]]
 
 
 def vectors_per_record(bench: dict[str, Any], ms: ModelSizing) -> int:
@@ -154,10 +175,12 @@ def size_row(count: ScenarioCount, bench: dict[str, Any], cfg: SizingConfig, mod
     cpu_parts, gpu_parts = job_parts(records, bench, cfg, storage, gpu, disk)
     cpu = cpu_job(cpu_parts)
     by_k = {k: gpu_job(gpu_parts, k, cfg.cpu_cores_per_gpu) for k in range(1, cfg.gpus + 1)}
-    pick = cheapest(cpu, by_k, cfg.deadline_h)
+    for j in (cpu, *by_k.values()):
+        j["unknown"] = unknown_parts(model, bench["family"], j)
+    pick = cheapest(cpu, by_k, cfg.deadline_h, cfg.margin)
     pre = bench.get("preprocess") if isinstance(bench.get("preprocess"), dict) else {}
     row = {
-        "records": records, "source": count.source,
+        "records": records, "source": count.source, "assumption": count.assumption,
         "family": bench["family"], "inputs_per_record": n_in,
         "tokens_per_input": tpr // n_in, "tokens_per_record": tpr, "tokens": records * tpr,
         "keep": ms.keep, "layers_kept": ms.layers_kept, "hidden_states": states,
@@ -175,14 +198,9 @@ def size_row(count: ScenarioCount, bench: dict[str, Any], cfg: SizingConfig, mod
         "flops": records * float(bench["flops_per_record"]),
         "gpu_measured": gpu[1] is not None and gpu_parts["compute"].how == "measured",
         "cpu": cpu, "gpu": by_k[cfg.gpus],
-        "cheapest": {**pick, "option": cpu if pick["choice"] == "cpu" else by_k.get(pick["k"])},
+        "cheapest": {**pick, "option": cpu if pick["k"] is None else by_k.get(pick["k"])},
     }
     return row, by_k
-
-
-def _fits(storage: int, free: int | None, quota: int | None) -> dict[str, Any]:
-    return {"fits_free_space": None if free is None else storage <= free,
-            "fits_quota": None if quota is None else storage <= quota}
 
 
 def size_all(cfg: SizingConfig, benches: dict[str, dict[str, Any]],
@@ -199,6 +217,7 @@ def size_all(cfg: SizingConfig, benches: dict[str, dict[str, Any]],
         if model not in benches:
             raise ParamsError(f"sizing.models.{model}: no bench file for it "
                               f"(run the encoder_bench stage for {model})")
+    check_gpu_files(gpu_files, cfg.gpu)
     gpus = {m: pick_gpu_file(m, benches[m], gpu_files, cfg.gpu) for m in cfg.models}
     counts = {PAIRED: {m: c for m, c in paired.items() if m in cfg.models and c.records > 0},
               **cfg.scenarios}
@@ -213,10 +232,13 @@ def size_all(cfg: SizingConfig, benches: dict[str, dict[str, Any]],
         storage = sum(r["storage_bytes"] for r in rows.values())
         scenarios[name] = {"models": rows, "storage_bytes": storage,
                            "manifest_bytes": sum(r["manifest_bytes"] for r in rows.values()),
-                           **_fits(storage, free, quota)}
+                           **fits(storage, free, quota)}
     hardware = _hardware(cfg, benches, gpus)
     result = {
-        "ask": _ask(cfg, scenarios, jobs, free, quota, hardware["cores"]),
+        "ask": ask(cfg, scenarios, jobs, free, quota, hardware["cores"]),
+        "gpu_types": gpu_types(cfg, scenarios, _type_parts(cfg, counts, benches, gpu_files,
+                                                            disk)),
+        "margin": cfg.margin,
         "scenarios": scenarios,
         "hardware": hardware,
         "deadline_h": cfg.deadline_h,
@@ -229,12 +251,47 @@ def size_all(cfg: SizingConfig, benches: dict[str, dict[str, Any]],
         "estimate": {"gpu": cfg.estimate.gpu, "peak_tflops": cfg.estimate.peak_tflops,
                      "utilisation_low": cfg.estimate.utilisation[0],
                      "utilisation_high": cfg.estimate.utilisation[1]},
-        "gpu_files": gpu_files_report(benches, gpu_files, gpus, cfg.models),
+        "gpu_files": gpu_files_report(benches, gpu_files, gpus, cfg.models, cfg.gpu),
         "benches": {m: _bench_summary(b) for m, b in benches.items() if m in cfg.models},
-        "asserted_vs_measured": _before_after(cfg, benches, gpus),
+        "asserted_vs_measured": _before_after(cfg, benches, gpus, disk),
     }
     result["text"] = describe(result)
     return result
+
+
+def _type_parts(cfg: SizingConfig, counts: dict[str, dict[str, ScenarioCount]],
+                benches: dict[str, dict[str, Any]], gpu_files: dict[str, dict[str, Any]],
+                disk: dict[str, Any]) -> dict[str, dict[str, dict[str, Part]]]:
+    """One GPU's parts of each ask model's job per GPU type: a committed GPU file of that
+    type (same encoder and geometry) outranks the type's estimate."""
+    from rightsize.sizing.gpu_types import GPU_TYPES
+
+    out: dict[str, dict[str, dict[str, Part]]] = {}
+    per_model = counts[cfg.ask.scenario]
+    for name in cfg.gpu_types:
+        t = GPU_TYPES[name]
+        out[name] = {}
+        for m in (m for m in cfg.ask.models if m in per_model):
+            own = {f: g for f, g in gpu_files.items()
+                   if t.matches(str(g.get("hardware", {}).get("gpu", "")))}
+            pair = _first_match(m, benches[m], own)
+            records = per_model[m].records
+            ms = cfg.models[m]
+            storage = records * vectors_per_record(benches[m], ms) * \
+                int(benches[m]["hidden_size"]) * cfg.dtype_bytes * ms.layers_kept
+            _, parts = job_parts(records, benches[m], cfg, storage, (None, None), disk)
+            parts["compute"] = gpu_compute(records, benches[m], name, cfg.estimate.utilisation,
+                                           pair)
+            out[name][m] = parts
+    return out
+
+
+def _first_match(model: str, bench: dict[str, Any], files: dict[str, dict[str, Any]]
+                 ) -> tuple[str | None, dict[str, Any] | None]:
+    from rightsize.sizing.gpu_files import gpu_matches
+
+    hit = next(((n, f) for n, f in sorted(files.items()) if gpu_matches(bench, f)), None)
+    return hit if hit else (None, None)
 
 
 def _hardware(cfg: SizingConfig, benches: dict[str, dict[str, Any]],
@@ -246,34 +303,16 @@ def _hardware(cfg: SizingConfig, benches: dict[str, dict[str, Any]],
             "gpu": ", ".join(measured) or cfg.estimate.gpu, "gpu_measured": bool(measured)}
 
 
-def _ask(cfg: SizingConfig, scenarios: dict[str, Any],
-         jobs: dict[str, dict[str, dict[int, dict[str, Any]]]],
-         free: int | None, quota: int | None, cores: int) -> dict[str, Any]:
-    """The ask's models summed on the same hardware, and the cheapest option in time."""
-    rows = scenarios[cfg.ask.scenario]["models"]
-    models = [m for m in cfg.ask.models if m in rows]
-    if not models:
-        raise ParamsError(f"sizing.ask: scenario {cfg.ask.scenario} has no records for "
-                          f"{', '.join(cfg.ask.models)}")
-    per_model = jobs[cfg.ask.scenario]
-    cpu = add_jobs([rows[m]["cpu"] for m in models])
-    by_k = {k: add_jobs([per_model[m][k] for m in models]) for k in range(1, cfg.gpus + 1)}
-    pick = cheapest(cpu, by_k, cfg.deadline_h)
-    option = cpu if pick["choice"] == "cpu" else by_k.get(pick["k"])
-    storage = sum(rows[m]["storage_bytes"] for m in models)
-    return {
-        "scenario": cfg.ask.scenario, "models": models,
-        "records": {m: rows[m]["records"] for m in models},
-        "sources": {m: rows[m]["source"] for m in models},
-        "storage_bytes": storage,
-        "manifest_bytes": sum(rows[m]["manifest_bytes"] for m in models),
-        **_fits(storage, free, quota),
-        "choice": pick["choice"], "gpus_chosen": pick["k"], "option": option,
-        "cpu": cpu, "gpu": by_k[cfg.gpus],
-        "gpu_measured": all(rows[m]["gpu_measured"] for m in models),
-        "cost": None if option is None else cost(option, cfg.prices, cores),
-        "cpu_cost": cost(cpu, cfg.prices, cores),
-    }
+def load_summary(bench: dict[str, Any]) -> dict[str, Any] | None:
+    """The load average around the bench's CPU timings: the highest 1-minute reading, the
+    cores, and whether it was above half of them (``None``: not recorded)."""
+    load = bench.get("load")
+    if not isinstance(load, dict) or bench.get("device") != "cpu":
+        return None
+    readings = [float(x) for x in load.get("readings", [])]
+    cores = int(load.get("cores") or bench.get("hardware", {}).get("threads") or 1)
+    worst = max(readings, default=0.0)
+    return {"max": worst, "cores": cores, "loaded": worst > cores / 2}
 
 
 def _bench_summary(b: dict[str, Any]) -> dict[str, Any]:
@@ -286,13 +325,19 @@ def _bench_summary(b: dict[str, Any]) -> dict[str, Any]:
             "records_per_s": b.get("records_per_s"), "best_batch": b.get("best_batch"),
             "timing_extrapolated": bool(b.get("timing", {}).get("extrapolated")),
             "preprocess_records_per_s_per_core": pre.get("records_per_s_per_core"),
+            "geometry_words": geometry_words(b["family"], b.get("geometry") or {},
+                                             b.get("tokens_per_input")),
+            "load": load_summary(b),
             "measured_on": _where(b) if not b.get("hardware", {}).get("gpu")
             else f"{b['hardware']['gpu']}, torch {b['hardware'].get('torch', '?')}"}
 
 
 def _before_after(cfg: SizingConfig, benches: dict[str, dict[str, Any]],
-                  gpus: dict[str, tuple[str | None, dict[str, Any] | None]]) -> dict[str, Any]:
-    """The retired calculator's job sized the old way and from the ECG bench, side by side."""
+                  gpus: dict[str, tuple[str | None, dict[str, Any] | None]],
+                  disk: dict[str, Any]) -> dict[str, Any]:
+    """The retired calculator's job sized the old way and from the ECG bench, side by side;
+    the measured side also writes its shards at the aggregate rate measured here, and one
+    GPU's hours are those of compute or writing, whichever is slower."""
     ecg = next((m for m, b in benches.items() if b["family"] == "hubert_ecg"
                 and m in cfg.models), None)
     a = ASSERTED_BEFORE
@@ -319,5 +364,10 @@ def _before_after(cfg: SizingConfig, benches: dict[str, dict[str, Any]],
     if isinstance(rate, int | float) and rate > 0:
         measured.update(gpu_hours_low=a["records"] / rate / HOUR,
                         gpu_hours_high=a["records"] / rate / HOUR, gpu_measured=True)
+    rate_w = float(disk["write"]["bytes_per_s"])
+    write_s = measured["storage_bytes"] / rate_w
+    measured.update(write_s=write_s, write_bytes_per_s=rate_w,
+                    gpu_hours_with_write_low=max(measured["gpu_hours_low"], write_s / HOUR),
+                    gpu_hours_with_write_high=max(measured["gpu_hours_high"], write_s / HOUR))
     out["measured"] = measured
     return out
