@@ -18,8 +18,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
+from rightsize.encoders.models import EcgGeometry, VideoGeometry, make_spec
 from rightsize.sizing.bench import count_shapes_and_flops, geometry_dict
-from rightsize.sizing.encoders import EcgGeometry, VideoGeometry, make_spec
 
 CPU_STAMP = {"cpu": "Test CPU", "cores": 2, "threads": 2, "torch": "2.13.0+cpu",
              "device": "cpu"}

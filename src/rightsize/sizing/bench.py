@@ -21,8 +21,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from rightsize.sizing import memory
-from rightsize.sizing.encoders import (
+from rightsize.encoders.models import (
     PATCH,
     TUBELET,
     EncoderSpec,
@@ -34,6 +33,7 @@ from rightsize.sizing.encoders import (
     forward_hidden_states,
     parameter_count,
 )
+from rightsize.sizing import memory
 from rightsize.sizing.units import DTYPE_BYTES
 
 log = logging.getLogger(__name__)

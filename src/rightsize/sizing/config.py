@@ -93,8 +93,8 @@ class EncoderModelConfig:
     and width) and scales the time by the FLOP ratio to the full depth; ``null`` times the
     full model. ``preprocess_records`` ECG files are written and preprocessed (0 = skip).
     The geometry keys belong to one family each (:data:`GEOMETRY_KEYS`); unset, they take
-    the family's default (:class:`~rightsize.sizing.encoders.EcgGeometry`: one 5 s crop;
-    :class:`~rightsize.sizing.encoders.VideoGeometry`: EchoJEPA's 224 px, 16 frames, two
+    the family's default (:class:`~rightsize.encoders.models.EcgGeometry`: one 5 s crop;
+    :class:`~rightsize.encoders.models.VideoGeometry`: EchoJEPA's 224 px, 16 frames, two
     clips per video).
     """
 
@@ -110,7 +110,7 @@ class EncoderModelConfig:
 
     def validate(self, key: str) -> None:
         """Raise ``ParamsError`` naming ``<key>.<field>`` for a bad value."""
-        from rightsize.sizing.encoders import check_family_size
+        from rightsize.encoders.models import check_family_size
 
         check_family_size(self.family, self.size, key)
         require(bool(self.batch_sizes) and all(_positive_int(b) for b in self.batch_sizes),
@@ -132,7 +132,7 @@ class EncoderModelConfig:
 
     def geometry(self) -> Any:
         """The model input geometry: the family's defaults with the keys set here."""
-        from rightsize.sizing.encoders import EcgGeometry, VideoGeometry
+        from rightsize.encoders.models import EcgGeometry, VideoGeometry
 
         cls = EcgGeometry if self.family == "hubert_ecg" else VideoGeometry
         return cls(**{n: getattr(self, n) for n in GEOMETRY_KEYS[self.family]

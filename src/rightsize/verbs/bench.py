@@ -101,11 +101,11 @@ def run_bench_encoder(args: argparse.Namespace) -> int:
     check_writable(args.headline)
     import torch
 
+    from rightsize.encoders.models import make_spec
+    from rightsize.encoders.preprocess import bench_preprocess
     from rightsize.measure import hardware_stamp
     from rightsize.sizing import memory
     from rightsize.sizing.bench import bench_encoder
-    from rightsize.sizing.encoders import make_spec
-    from rightsize.sizing.preprocess import bench_preprocess
 
     key = f"encoder_bench.models.{args.model}"
     if cfg.device.startswith("cuda") and not torch.cuda.is_available():

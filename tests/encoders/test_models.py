@@ -6,9 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from rightsize.errors import ParamsError
-from rightsize.sizing.bench import bench_encoder, count_shapes_and_flops
-from rightsize.sizing.encoders import (
+from rightsize.encoders.models import (
     HUBERT_SIZES,
     VJEPA2_SIZES,
     EcgGeometry,
@@ -21,6 +19,8 @@ from rightsize.sizing.encoders import (
     forward_hidden_states,
     make_spec,
 )
+from rightsize.errors import ParamsError
+from rightsize.sizing.bench import bench_encoder, count_shapes_and_flops
 from rightsize.sizing.units import DTYPE_BYTES
 
 

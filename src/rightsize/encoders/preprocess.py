@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from rightsize.sizing.encoders import EcgGeometry
+from rightsize.encoders.models import EcgGeometry
 
 log = logging.getLogger(__name__)
 

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from scipy.signal import decimate
 
-from rightsize.sizing.encoders import EcgGeometry
-from rightsize.sizing.preprocess import (
+from rightsize.encoders.models import EcgGeometry
+from rightsize.encoders.preprocess import (
     ADC_GAIN,
     bench_preprocess,
     preprocess_record,
