@@ -10,7 +10,7 @@ import pytest
 
 GROUND = {"rightsize", "rightsize.atomic", "rightsize.blas_kernel", "rightsize.console",
           "rightsize.errors", "rightsize.experiments", "rightsize.measure", "rightsize.params",
-          "rightsize.probe_registry"}
+          "rightsize.probe_registry", "rightsize.citations"}
 LIBRARIES = ("telemetry", "cohort", "probes", "encoders", "sizing", "extraction", "reporting")
 MAY_IMPORT = {                     # besides the ground modules and the package itself
     "telemetry": (),

@@ -224,7 +224,7 @@ def _count(**c: object) -> dict:
      "sizing.scenarios.x.ekg: unknown model (known: ecg, echo)"),
     ({"deadline_h": 0}, "sizing.deadline_h: must be a positive number of hours, got 0"),
     ({"prices": {"gpu_hour": -2.0, "cpu_core_hour": None}},
-     "sizing.prices.gpu_hour: must be >= 0 or null, got -2.0"),
+     "sizing.prices.gpu_hour: must be >= 0, null or a price per GPU type, got -2.0"),
     ({"typo": 1}, "sizing.typo: unknown key"),
     ({"disk": {"path": "no/such/dir", "quota": "2TB"}}, "sizing.disk.path: no/such/dir is not "
                                                         "a directory"),
@@ -254,7 +254,8 @@ def test_repo_params_blocks_parse() -> None:
     raw = load_params(REPO / "params.yaml")
     sizing = parse(SizingConfig, raw["sizing"], "sizing")
     assert set(sizing.models) == {"ecg", "echo"}
-    assert set(sizing.scenarios) == {"recovered_cohort", "ecg_corpus", "echo_corpus"}
+    assert set(sizing.scenarios) == {"recovered_cohort", "recovered_cohort_all_ecgs",
+                                      "recovered_cohort_10s", "ecg_corpus", "echo_corpus"}
     assert sizing.scenarios["recovered_cohort"]["ecg"].records == 4103
     assert sizing.deadline_h == 24 and not sizing.prices.any_set
     bench = parse(EncoderBenchConfig, raw["encoder_bench"], "encoder_bench")

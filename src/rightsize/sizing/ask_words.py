@@ -123,21 +123,21 @@ def ask_sentence(result: dict[str, Any]) -> tuple[str, str]:
     unknown = ", ".join(a.get("unknown") or [])
     fastest = a["gpu"]
     gpu_h = format_hours(fastest.get("gpu_hours_low"), fastest.get("gpu_hours_high"))
-    fastest_words = (f"{_gpu_words(result, result['gpus'], gpu_how)} take "
+    fastest_words = (f"{_gpu_words(result, result['gpus'], gpu_how)} would take "
                      f"{_span(fastest)} ({gpu_h} GPU-hours), bound by {fastest['bound']}")
     if a["choice"] == "no_fit":
         return ("Does not fit the disk",
                 f"Does not fit: {shards} exceed the space ({fits_words(result, a)}); make room "
-                f"or keep fewer layers first. Time, were it to fit: {cpu_words} take "
+                f"or keep fewer layers first. Time, were it to fit: {cpu_words} would take "
                 f"{_span(cpu)}; {fastest_words}"
                 f"{'; unknown: ' + unknown if unknown else ''} {tail}.{load}")
     if a["choice"] == "unknown":
         where = cpu_words if a["gpus_chosen"] is None else \
             _gpu_words(result, a["gpus_chosen"], gpu_how)
         return (f"Unknown: {unknown}",
-                f"Unknown: {unknown} (not measured). Without it, {where} take {_span(opt)}, "
-                f"bound by {opt['bound']}; no option can be claimed to meet the deadline "
-                f"until it is measured; {fastest_words}; {shards} {tail}.{load}")
+                f"Unknown: {unknown} (not measured). Without it, {where} would take "
+                f"{_span(opt)}, bound by {opt['bound']}; no option can be claimed to meet "
+                f"the deadline until it is measured; {fastest_words}; {shards} {tail}.{load}")
     if a["choice"] == "cpu":
         return ("No GPU needed",
                 f"No GPU needed: {_span(cpu)} on {cpu_words}, {shards}, bound by "
@@ -152,5 +152,5 @@ def ask_sentence(result: dict[str, Any]) -> tuple[str, str]:
                 f"{tail}.{load}")
     return ("Over the deadline",
             f"Nothing configured finishes within the {result['deadline_h']:g} h deadline "
-            f"with its {margin:g}× margin: {cpu_words} take {_span(cpu)}; {fastest_words}; "
+            f"with its {margin:g}× margin: {cpu_words} would take {_span(cpu)}; {fastest_words}; "
             f"{shards} {tail}.{load}")

@@ -241,11 +241,16 @@ class ScenarioCount:
     records: int
     source: str
     assumption: str | None = None
+    crops_per_record: int | None = None   # ECG only: size 5-s crops per record other than
+    #                                       the bench's (2 = the whole 10 s), scaled from it
 
     def validate(self, key: str) -> None:
         """Raise ``ParamsError`` naming ``<key>.<field>`` for a bad value."""
         require(_positive_int(self.records), f"{key}.records",
                 f"must be a positive integer, got {self.records!r}")
+        require(self.crops_per_record is None or _positive_int(self.crops_per_record),
+                f"{key}.crops_per_record",
+                f"must be a positive integer or null, got {self.crops_per_record!r}")
         require(bool(self.source.strip()), f"{key}.source",
                 "must cite where the count comes from, got an empty string")
 

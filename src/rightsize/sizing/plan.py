@@ -25,8 +25,8 @@ from typing import Any
 from rightsize.errors import ParamsError
 from rightsize.sizing.ask import ask, fits, gpu_types
 from rightsize.sizing.config import PAIRED, ModelSizing, ScenarioCount, SizingConfig
-from rightsize.sizing.geometry_words import geometry_words
 from rightsize.sizing.gpu_files import check_gpu_files, gpu_files_report, pick_gpu_file
+from rightsize.sizing.summaries import before_after, bench_summary, where
 from rightsize.sizing.timing import Part, cheapest, cpu_job, gpu_job, part_for
 from rightsize.sizing.units import DTYPE_BYTES, parse_size
 
@@ -34,12 +34,6 @@ log = logging.getLogger(__name__)
 
 HOUR = 3600.0
 MB = 1_000_000
-#: The retired calculator's job and asserted rates (params.yaml before issue 15), for the
-#: one side-by-side comparison: 1M ten-second ECGs at 50 tokens/s, 40 records/s per GPU.
-ASSERTED_BEFORE = {"records": 1_000_000, "tokens_per_record": 500, "records_per_s_per_gpu": 40.0,
-                   "hidden": 768, "layers_kept": 4, "dtype": "float16", "dtype_bytes": 2}
-
-
 def _rates(d: dict[str, Any], key: str) -> tuple[float | None, float | None]:
     """(slowest, fastest) of a measured rate and its spread (``<key>_min``/``<key>_max``)."""
     mid = d.get(key)
@@ -48,17 +42,13 @@ def _rates(d: dict[str, Any], key: str) -> tuple[float | None, float | None]:
     return float(d.get(f"{key}_min") or mid), float(d.get(f"{key}_max") or mid)
 
 
-def _where(bench: dict[str, Any]) -> str:
-    hw = bench.get("hardware", {})
-    return f"{hw.get('cpu', '?')}, {hw.get('threads', '?')} threads, torch {hw.get('torch', '?')}"
-
-
 def _io_parts(storage: int, input_bytes: int | None, disk: dict[str, Any]) -> dict[str, Part]:
     w, r = disk["write"], disk.get("read")
     # The aggregate over the whole sample (every shard and the folder fsync'd), never the
     # fastest single shard: a job writes all of its shards.
     write = part_for("writing", storage, w["bytes_per_s"], w["bytes_per_s"], "measured",
-                     f"{w['bytes_per_s'] / MB:,.0f} MB/s writing {w['array_bytes'] / MB:,.0f} MB "
+                     f"{w['bytes_per_s'] / MB:,.0f} MB/s writing "
+                     f"{w.get('array_bytes', w['shards'] * w['shard_bytes']) / MB:,.0f} MB "
                      f"of {w['format']} float16 shards ({w['shards']} of "
                      f"{w['shard_bytes'] / MB:,.0f} MB, each fsync'd), aggregate over the "
                      f"whole sample, at {disk['path']} on this machine")
@@ -101,7 +91,7 @@ def job_parts(records: int, bench: dict[str, Any], cfg: SizingConfig, storage: i
     timing = bench.get("timing", {})
     how = "extrapolated" if timing.get("extrapolated") else "measured"
     note = (f"{bench.get('records_per_s') or 0:.3g} records/s at batch {bench.get('best_batch')} "
-            f"measured on {_where(bench)}")
+            f"measured on {where(bench)}")
     if timing.get("extrapolated"):
         note += f" ({timing.get('note')})"
     cpu = {"compute": part_for("compute", records, lo, hi, how, note),
@@ -154,11 +144,43 @@ def vectors_per_record(bench: dict[str, Any], ms: ModelSizing) -> int:
     return int(bench.get("inputs_per_record") or 1)
 
 
+def scaled_bench(bench: dict[str, Any], crops: int, key: str) -> dict[str, Any]:
+    """An ECG bench re-sized to ``crops`` 5-s crops per record: every crop is one model
+    input of the same shape, so tokens, FLOPs and the time per record scale by the crop
+    ratio (compute and preprocessing labelled as scaled from the measured crop count)."""
+    if bench["family"] != "hubert_ecg":
+        raise ParamsError(f"{key}.crops_per_record: applies to ECG models only, not "
+                          f"{bench['family']}")
+    n = int(bench.get("inputs_per_record") or 1)
+    if crops == n:
+        return bench
+    r = crops / n
+    out = {**bench, "inputs_per_record": crops,
+           "tokens_per_record": int(bench["tokens_per_record"]) * crops // n,
+           "flops_per_record": float(bench["flops_per_record"]) * r,
+           "geometry": {**(bench.get("geometry") or {}), "crops_per_record": crops}}
+    for name in ("records_per_s", "records_per_s_min", "records_per_s_max"):
+        if isinstance(bench.get(name), int | float):
+            out[name] = bench[name] / r
+    out["timing"] = {**bench.get("timing", {}), "extrapolated": True,
+                     "note": f"scaled x{r:g} from the {n}-crop measurement"}
+    pre = bench.get("preprocess")
+    if isinstance(pre, dict):
+        out["preprocess"] = {**pre, **{k: pre[k] / r for k in (
+            "records_per_s_per_core", "records_per_s_per_core_min",
+            "records_per_s_per_core_max") if isinstance(pre.get(k), int | float)}}
+    return out
+
+
 def size_row(count: ScenarioCount, bench: dict[str, Any], cfg: SizingConfig, model: str,
              gpu: tuple[str | None, dict[str, Any] | None], disk: dict[str, Any]
              ) -> tuple[dict[str, Any], dict[int, dict[str, Any]]]:
     """One model in one scenario: the row's JSON, and its job on k = 1 .. ``sizing.gpus``
     GPUs (what the ask adds up)."""
+    if count.crops_per_record is not None:
+        bench = scaled_bench(bench, count.crops_per_record, f"sizing.scenarios.*.{model}")
+        if gpu[1] is not None and gpu[1].get("geometry") != bench.get("geometry"):
+            gpu = (None, None)
     records = count.records
     if records <= 0:
         raise ParamsError(f"sizing: {model} records must be > 0, got {records}")
@@ -230,9 +252,13 @@ def size_all(cfg: SizingConfig, benches: dict[str, dict[str, Any]],
         rows = {m: r for m, (r, _) in built.items()}
         jobs[name] = {m: by_k for m, (_, by_k) in built.items()}
         storage = sum(r["storage_bytes"] for r in rows.values())
+        disk_fit = fits(storage, free, quota)
+        if False in disk_fit.values():       # no option of a job whose shards do not fit
+            for r in rows.values():
+                r["cheapest"] = {"choice": "no_fit", "k": None, "option": None}
         scenarios[name] = {"models": rows, "storage_bytes": storage,
                            "manifest_bytes": sum(r["manifest_bytes"] for r in rows.values()),
-                           **fits(storage, free, quota)}
+                           **disk_fit}
     hardware = _hardware(cfg, benches, gpus)
     result = {
         "ask": ask(cfg, scenarios, jobs, free, quota, hardware["cores"]),
@@ -252,8 +278,8 @@ def size_all(cfg: SizingConfig, benches: dict[str, dict[str, Any]],
                      "utilisation_low": cfg.estimate.utilisation[0],
                      "utilisation_high": cfg.estimate.utilisation[1]},
         "gpu_files": gpu_files_report(benches, gpu_files, gpus, cfg.models, cfg.gpu),
-        "benches": {m: _bench_summary(b) for m, b in benches.items() if m in cfg.models},
-        "asserted_vs_measured": _before_after(cfg, benches, gpus, disk),
+        "benches": {m: bench_summary(b) for m, b in benches.items() if m in cfg.models},
+        "asserted_vs_measured": before_after(cfg, benches, gpus, disk),
     }
     result["text"] = describe(result)
     return result
@@ -301,73 +327,3 @@ def _hardware(cfg: SizingConfig, benches: dict[str, dict[str, Any]],
     measured = sorted({g[1]["hardware"].get("gpu", "a GPU") for g in gpus.values() if g[1]})
     return {"cpu": stamp.get("cpu", "?"), "cores": int(stamp.get("threads") or 1),
             "gpu": ", ".join(measured) or cfg.estimate.gpu, "gpu_measured": bool(measured)}
-
-
-def load_summary(bench: dict[str, Any]) -> dict[str, Any] | None:
-    """The load average around the bench's CPU timings: the highest 1-minute reading, the
-    cores, and whether it was above half of them (``None``: not recorded)."""
-    load = bench.get("load")
-    if not isinstance(load, dict) or bench.get("device") != "cpu":
-        return None
-    readings = [float(x) for x in load.get("readings", [])]
-    cores = int(load.get("cores") or bench.get("hardware", {}).get("threads") or 1)
-    worst = max(readings, default=0.0)
-    return {"max": worst, "cores": cores, "loaded": worst > cores / 2}
-
-
-def _bench_summary(b: dict[str, Any]) -> dict[str, Any]:
-    pre = b.get("preprocess") or {}
-    return {"family": b["family"], "size": b["size"], "tokens_per_record": b["tokens_per_record"],
-            "tokens_per_input": b.get("tokens_per_input"),
-            "inputs_per_record": b.get("inputs_per_record"), "geometry": b.get("geometry"),
-            "hidden_size": b["hidden_size"], "hidden_states": b["hidden_states"],
-            "flops_per_record": b["flops_per_record"], "device": b["device"],
-            "records_per_s": b.get("records_per_s"), "best_batch": b.get("best_batch"),
-            "timing_extrapolated": bool(b.get("timing", {}).get("extrapolated")),
-            "preprocess_records_per_s_per_core": pre.get("records_per_s_per_core"),
-            "geometry_words": geometry_words(b["family"], b.get("geometry") or {},
-                                             b.get("tokens_per_input")),
-            "load": load_summary(b),
-            "measured_on": _where(b) if not b.get("hardware", {}).get("gpu")
-            else f"{b['hardware']['gpu']}, torch {b['hardware'].get('torch', '?')}"}
-
-
-def _before_after(cfg: SizingConfig, benches: dict[str, dict[str, Any]],
-                  gpus: dict[str, tuple[str | None, dict[str, Any] | None]],
-                  disk: dict[str, Any]) -> dict[str, Any]:
-    """The retired calculator's job sized the old way and from the ECG bench, side by side;
-    the measured side also writes its shards at the aggregate rate measured here, and one
-    GPU's hours are those of compute or writing, whichever is slower."""
-    ecg = next((m for m, b in benches.items() if b["family"] == "hubert_ecg"
-                and m in cfg.models), None)
-    a = ASSERTED_BEFORE
-    before = {"tokens_per_record": a["tokens_per_record"],
-              "storage_bytes": a["records"] * a["tokens_per_record"] * a["hidden"]
-              * a["layers_kept"] * a["dtype_bytes"],
-              "gpu_hours": a["records"] / a["records_per_s_per_gpu"] / HOUR}
-    out: dict[str, Any] = {"records": a["records"], "layers_kept": a["layers_kept"],
-                           "dtype": a["dtype"], "asserted": before}
-    if ecg is None:
-        return out
-    b = benches[ecg]
-    tpr, hidden = int(b["tokens_per_record"]), int(b["hidden_size"])
-    flops = a["records"] * float(b["flops_per_record"])
-    lo_u, hi_u = cfg.estimate.utilisation
-    peak = cfg.estimate.peak_tflops * 1e12
-    measured: dict[str, Any] = {
-        "model": ecg, "size": b["size"], "tokens_per_record": tpr,
-        "crops_per_record": b.get("inputs_per_record"),
-        "storage_bytes": a["records"] * tpr * hidden * a["layers_kept"] * a["dtype_bytes"],
-        "gpu_hours_low": flops / (peak * hi_u) / HOUR,
-        "gpu_hours_high": flops / (peak * lo_u) / HOUR, "gpu_measured": False}
-    rate = (gpus[ecg][1] or {}).get("records_per_s")
-    if isinstance(rate, int | float) and rate > 0:
-        measured.update(gpu_hours_low=a["records"] / rate / HOUR,
-                        gpu_hours_high=a["records"] / rate / HOUR, gpu_measured=True)
-    rate_w = float(disk["write"]["bytes_per_s"])
-    write_s = measured["storage_bytes"] / rate_w
-    measured.update(write_s=write_s, write_bytes_per_s=rate_w,
-                    gpu_hours_with_write_low=max(measured["gpu_hours_low"], write_s / HOUR),
-                    gpu_hours_with_write_high=max(measured["gpu_hours_high"], write_s / HOUR))
-    out["measured"] = measured
-    return out

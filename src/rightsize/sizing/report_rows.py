@@ -28,12 +28,18 @@ def bound_text(job: dict[str, Any]) -> str:
 def _cheapest_cell(row: dict[str, Any], deadline_h: float) -> str:
     c = row["cheapest"]
     opt = c["option"]
+    if c["choice"] == "no_fit":
+        return "none: the shards do not fit the disk"
     if c["choice"] == "cpu":
         return f"CPU: {format_duration(opt['wall_s_low'], opt['wall_s_high'])}"
-    if c["choice"] == "gpu":
-        return (f"{c['k']} GPU{'s' if c['k'] != 1 else ''}: "
-                f"{format_duration(opt['wall_s_low'], opt['wall_s_high'])}, "
-                f"{format_hours(opt['gpu_hours_low'], opt['gpu_hours_high'])} GPU-h")
+    if c["choice"] in ("gpu", "unknown"):
+        where = "CPU" if c["k"] is None else f"{c['k']} GPU{'s' if c['k'] != 1 else ''}"
+        text = f"{where}: {format_duration(opt['wall_s_low'], opt['wall_s_high'])}"
+        if c["k"] is not None:
+            text += f", {format_hours(opt['gpu_hours_low'], opt['gpu_hours_high'])} GPU-h"
+        if c["choice"] == "unknown":
+            text += f" without the unknown {', '.join(opt.get('unknown') or [])}"
+        return text
     return f"none within {deadline_h:g} h"
 
 
@@ -62,7 +68,8 @@ def scenario_table(result: dict[str, Any]) -> dict[str, Any]:
     header = ["scenario / model", "records (source)",
               f"this machine's CPU ({hw['cores']} cores)",
               f"{k} GPUs ({result['cpu_cores_per_gpu']} CPU cores per GPU)",
-              f"cheapest within {result['deadline_h']:g} h",
+              f"cheapest within {result['deadline_h']:g} h / {result.get('margin', 1):g} "
+              f"that fits",
               f"shards ({_dtype(result)}: layers x per layer)", "probe manifest (float32)"]
     return {"header": header, "rows": rows,
             "caption": "Wall-clock per scenario; the bound is the slowest of compute, "
