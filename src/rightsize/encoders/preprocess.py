@@ -1,23 +1,26 @@
-"""The ECG loading and preprocessing path, measured per CPU core.
+"""HuBERT-ECG's preprocessing, one function that the encoder bench times and ``extract`` runs.
 
-A record is written the way WFDB stores a 12-lead ECG (format 16: little-endian int16,
-frames of ``leads`` samples, 10 s at 500 Hz -> a 5000 x 12 file of 120 kB). Preprocessing
-one record follows HuBERT-ECG's own dataset code (Edoar-do/HuBERT-ECG,
-``hubert_ecg/dataset.py``, ``ECGDataset.__getitem__``): crop, flatten, then decimate.
+The recipe is the reference's own (Edoar-do/HuBERT-ECG at commit affe1f9), step by step:
 
-1. read the file from disk (``numpy.fromfile``), view it as ``(samples, leads)``;
-2. convert to float32 millivolts (divide by the ADC gain), leads first: ``(leads, samples)``;
-3. for each of ``crops_per_record`` crops of ``crop_s`` seconds (crop 0 is the first 5 s,
-   the window the reference's embedding-dump path, ``encode=True``, keeps): flatten the
-   ``(leads, crop samples)`` window lead after lead, then decimate the flattened signal
-   x``decimate`` (``scipy.signal.decimate``: order-8 Chebyshev I, zero phase, the
-   reference's call) -> ``input_samples`` values. Filtering the flattened signal runs
-   across the lead borders, as the reference does; decimating each lead first would give
-   different samples there.
+1. **band-pass** (``code/utils.py``, ``ecg_preprocessing`` -> ``apply_filter``): a FIR
+   band-pass 0.05-47 Hz of ``int(0.3 * fs)`` taps at the record's own rate, designed with
+   ``scipy.signal.firwin`` and applied zero-phase, forward and backward, as biosppy's
+   ``filter_signal`` does (``scipy.signal.filtfilt``: odd extension of ``3 x taps`` samples,
+   steady-state start). Here the two passes are computed as FFT convolutions
+   (:func:`zero_phase_fir`): the same numbers (docs/numerics.md) at a fraction of the time
+   of a direct-form ``lfilter``;
+2. **resample to 500 Hz** (``ecg_preprocessing``, ``scipy.signal.resample`` along time) when
+   the record is stored at another rate;
+3. **per-lead min-max scaling** to [-1, 1] over the whole record (``code/utils.py``,
+   ``scaling``: ``2 (x - min) / (max - min + 1e-8) - 1``);
+4. **crop, flatten, decimate** (``code/dataset.py``, ``ECGDataset.__getitem__``): crop ``c``
+   is samples ``[2500 c, 2500 (c + 1))`` (crop 0 is the first 5 s, the window the embedding
+   dump, ``encode=True``, keeps), flattened lead after lead, then ``scipy.signal.decimate``
+   x5 (order-8 Chebyshev I, zero phase) over the flattened signal -> 6,000 samples. The
+   decimation filter runs across lead borders, as the reference's does.
 
-Timed in this one process and thread, so records/s is per CPU core. The files were just
-written, so reads come from the page cache: a cold disk is not measured here (the sizing
-stage measures reads at ``sizing.disk.path``).
+The reference replaces NaN by the mean; here a NaN record is a bad record instead
+(:class:`~rightsize.encoders.ecg_files.BadRecord`), so that no feature is silently imputed.
 """
 
 from __future__ import annotations
@@ -31,46 +34,113 @@ from typing import Any
 
 import numpy as np
 
+from rightsize.encoders.ecg_files import BadRecord, EcgRecord, read_ecg, write_ecg
 from rightsize.encoders.models import EcgGeometry
+from rightsize.encoders.synthetic_ecg import synthetic_ecg
 
 log = logging.getLogger(__name__)
 
-ADC_GAIN = 1000.0        # ADC units per mV, as in a WFDB header
-RECORD_S = 10.0          # seconds stored per record file
+BAND_HZ = (0.05, 47.0)     # code/utils.py ecg_preprocessing(band_pass=[0.05, 47])
+TAPS_PER_HZ = 0.3          # code/utils.py apply_filter: order = int(0.3 * fs)
+SCALING_SMOOTH = 1e-8      # code/utils.py scaling(seq, smooth=1e-8)
+RECORD_S = 10.0            # seconds per bench record (MIMIC-IV-ECG's length)
+STEPS = ("read WFDB .hea + .dat (wfdb), 12 leads picked by name; zero-phase FIR band-pass "
+         "0.05-47 Hz of int(0.3 fs) taps; resample to 500 Hz when stored at another rate; "
+         "per-lead min-max scaling to [-1, 1]; per crop: flatten lead after lead, then "
+         "decimate the flattened signal (scipy.signal.decimate, zero phase), as HuBERT-ECG's "
+         "code/utils.py ecg_preprocessing and code/dataset.py do")
 
 
-def write_records(directory: Path, geometry: EcgGeometry, n: int, seed: int = 0) -> list[Path]:
-    """Write ``n`` WFDB-format-16 records (int16, ``samples x leads``) and return their paths."""
-    rng = np.random.default_rng(seed)
-    samples = int(RECORD_S * geometry.sample_hz)
-    paths = []
-    for i in range(n):
-        data = rng.integers(-2000, 2000, size=(samples, geometry.leads), dtype=np.int16)
-        path = directory / f"rec{i:05d}.dat"
-        data.astype("<i2").tofile(path)
-        paths.append(path)
-    return paths
+def band_pass_taps(fs: float) -> np.ndarray:
+    """The FIR band-pass of ``code/utils.py`` ``apply_filter`` at ``fs`` Hz."""
+    from scipy.signal import firwin
+
+    return firwin(int(TAPS_PER_HZ * fs), list(BAND_HZ), pass_zero=False, fs=fs)
 
 
-def preprocess_record(path: Path, geometry: EcgGeometry) -> np.ndarray:
-    """One record file -> ``(crops_per_record, input_samples)`` float32 model inputs."""
-    from scipy.signal import decimate
+def zero_phase_fir(x: np.ndarray, taps: np.ndarray) -> np.ndarray:
+    """``scipy.signal.filtfilt(taps, [1.0], x, axis=-1)``, each pass as an FFT convolution.
 
-    raw = np.fromfile(path, dtype="<i2").reshape(-1, geometry.leads)
-    signal = raw.T.astype(np.float32) / ADC_GAIN                 # (leads, samples) in mV
-    n = geometry.crop_samples
-    if signal.shape[1] < n * geometry.crops_per_record:
-        raise ValueError(f"{path}: {signal.shape[1]} samples, need "
-                         f"{n * geometry.crops_per_record}")
-    out = np.empty((geometry.crops_per_record, geometry.input_samples), dtype=np.float32)
-    for c in range(geometry.crops_per_record):
-        flat = signal[:, c * n:(c + 1) * n].reshape(-1)           # crop, lead after lead
+    filtfilt extends ``x`` by an odd reflection of ``3 len(taps)`` samples at each end and
+    starts each pass in the steady state of its first sample; for a FIR filter that start is
+    the same as prefixing ``len(taps) - 1`` copies of that sample and keeping the full-overlap
+    part of the convolution.
+    """
+    from scipy.signal import fftconvolve
+
+    n_taps = len(taps)
+    pad = 3 * n_taps
+    if x.shape[-1] <= pad:
+        raise ValueError(f"{x.shape[-1]} samples: the band-pass needs more than {pad}")
+    left = 2 * x[..., :1] - x[..., pad:0:-1]
+    right = 2 * x[..., -1:] - x[..., -2:-pad - 2:-1]
+    ext = np.concatenate([left, x, right], axis=-1)
+    kernel = taps[None, :] if x.ndim == 2 else taps
+
+    def one_pass(s: np.ndarray) -> np.ndarray:
+        head = np.repeat(s[..., :1], n_taps - 1, axis=-1)
+        return fftconvolve(np.concatenate([head, s], axis=-1), kernel, mode="valid", axes=-1)
+
+    forward = one_pass(ext)
+    backward = one_pass(forward[..., ::-1])[..., ::-1]
+    return backward[..., pad:-pad]
+
+
+def min_max_scale(x: np.ndarray) -> np.ndarray:
+    """Per lead (row) to [-1, 1]: ``code/utils.py`` ``scaling``."""
+    lo = x.min(axis=1, keepdims=True)
+    hi = x.max(axis=1, keepdims=True)
+    return 2.0 * (x - lo) / (hi - lo + SCALING_SMOOTH) - 1.0
+
+
+def preprocess_ecg(record: EcgRecord, geometry: EcgGeometry, name: str = "record") -> np.ndarray:
+    """One record -> ``(crops_per_record, input_samples)`` float32 HuBERT-ECG inputs.
+
+    Raises :class:`BadRecord` (reason ``too short``) when the record, at 500 Hz, holds fewer
+    than ``crops_per_record`` crops.
+    """
+    from scipy.signal import decimate, resample
+
+    signal, fs = record.signal, record.fs
+    n_taps = int(TAPS_PER_HZ * fs)
+    if signal.shape[1] <= 3 * n_taps:
+        raise BadRecord(name, "too short", f"{signal.shape[1]} samples at {fs:g} Hz; the "
+                        f"band-pass needs more than {3 * n_taps}")
+    x = zero_phase_fir(signal, band_pass_taps(fs))
+    if fs != geometry.sample_hz:
+        x = resample(x, int(x.shape[1] * (geometry.sample_hz / fs)), axis=1)
+    x = min_max_scale(x)
+    n, crops = geometry.crop_samples, geometry.crops_per_record
+    if x.shape[1] < n * crops:
+        raise BadRecord(name, "too short", f"{x.shape[1]} samples at {geometry.sample_hz} Hz, "
+                        f"need {n * crops} ({crops} x {geometry.crop_s:g} s)")
+    out = np.empty((crops, geometry.input_samples), dtype=np.float32)
+    for c in range(crops):
+        flat = x[:, c * n:(c + 1) * n].reshape(-1)              # crop, lead after lead
         out[c] = decimate(flat, geometry.decimate, zero_phase=True)
     return out
 
 
+def preprocess_record(path: Path, geometry: EcgGeometry, name: str | None = None) -> np.ndarray:
+    """Read the WFDB record ``path`` (no extension) and preprocess it: what ``extract`` runs."""
+    return preprocess_ecg(read_ecg(path, name), geometry, name or str(path))
+
+
+def write_records(directory: Path, geometry: EcgGeometry, n: int, seed: int = 0,
+                  seconds: float = RECORD_S) -> list[Path]:
+    """Write ``n`` synthetic ECG-like WFDB records (format 16) and return their paths."""
+    rng = np.random.default_rng(seed)
+    paths = []
+    for i in range(n):
+        path = directory / f"rec{i:05d}"
+        write_ecg(path, synthetic_ecg(rng, geometry.sample_hz, seconds, geometry.leads),
+                  geometry.sample_hz)
+        paths.append(path)
+    return paths
+
+
 def bench_preprocess(geometry: EcgGeometry, records: int, repeats: int = 3) -> dict[str, Any]:
-    """Records/s per CPU core of :func:`preprocess_record` over ``records`` fresh files."""
+    """Records/s per CPU core of :func:`preprocess_record` over ``records`` fresh WFDB records."""
     with tempfile.TemporaryDirectory(prefix="rightsize-ecg-") as tmp:
         paths = write_records(Path(tmp), geometry, records)
         preprocess_record(paths[0], geometry)                     # import + warm-up
@@ -80,7 +150,8 @@ def bench_preprocess(geometry: EcgGeometry, records: int, repeats: int = 3) -> d
             for p in paths:
                 preprocess_record(p, geometry)
             seconds.append(time.perf_counter() - start)
-        file_bytes = paths[0].stat().st_size
+        file_bytes = sum(p.with_suffix(s).stat().st_size for p in paths[:1]
+                         for s in (".dat", ".hea"))
     median = statistics.median(seconds)
     return {
         "records": records,
@@ -92,9 +163,7 @@ def bench_preprocess(geometry: EcgGeometry, records: int, repeats: int = 3) -> d
         "records_per_s_per_core": records / median,
         "records_per_s_per_core_min": records / max(seconds),
         "records_per_s_per_core_max": records / min(seconds),
-        "steps": "read int16 WFDB-format-16 file, to float32 mV, per crop: flatten lead "
-                 "after lead, then decimate the flattened signal (scipy.signal.decimate, zero "
-                 "phase), as HuBERT-ECG's hubert_ecg/dataset.py does",
+        "steps": STEPS,
         "not_measured": "cold-disk reads (files were just written: page cache warm), "
-                        "network storage, header parsing",
+                        "network storage",
     }

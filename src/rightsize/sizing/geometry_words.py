@@ -45,8 +45,10 @@ def geometry_notes(benches: dict[str, dict[str, Any]]) -> list[str]:
                      "and compute; see the recovered_cohort_10s scenario)"
                      if int(g.get("crops_per_record") or 1) == 1 else
                      "crops_per_record: 1 sizes the first 5 s")
-            out.append(f"{m}: sized at {words}; {other}. Model input as in "
-                       f"{cite('hubert_dataset')} (crop, flatten the 12 leads, decimate).")
+            out.append(f"{m}: sized at {words}; {other}. Preprocessing as HuBERT-ECG "
+                       f"recommends ({cite('hubert_readme')}): band-pass and scaling as in "
+                       f"{cite('hubert_utils')} (ecg_preprocessing), then crop, flatten the 12 "
+                       f"leads and decimate as in {cite('hubert_dataset')}.")
         else:
             out.append(f"{m}: sized at {words}. EchoJEPA's ViT-L configs: evaluation at 224 px "
                        f"({cite('echojepa_eval')}), inference at 336 px "
