@@ -227,3 +227,12 @@ def test_asserted_before_measured_now_includes_the_write_bound() -> None:
     assert m["gpu_hours_with_write_high"] == pytest.approx(max(m["gpu_hours_high"],
                                                                571_392e6 / 1e8 / 3600))
     assert rows["GPU-hours on 1 GPU with the write bound"][2].startswith("1.59")
+
+
+def test_measured_echo_decoding_lifts_the_unknown() -> None:
+    """With echo decoding measured (the bench's DICOM decode), nothing is unknown."""
+    echo = bench_dict("echojepa", "vitl", preprocess_rate=5.0, records_per_s=5.0)
+    out = _size(_cfg(ask={"scenario": "paired_cohort", "models": ["ecg", "echo"]},
+                     deadline_h=10_000), echo=echo)
+    assert out["ask"]["unknown"] == [] and out["ask"]["choice"] == "cpu"
+    assert out["text"]["answer"] == "No GPU needed"

@@ -91,7 +91,8 @@ class EncoderModelConfig:
     ``batch_sizes`` count model inputs (ECG crops, echo clips), timed in ascending order;
     ``cpu_timing_layers`` times a truncated model of that depth on CPU (same input shape
     and width) and scales the time by the FLOP ratio to the full depth; ``null`` times the
-    full model. ``preprocess_records`` ECG files are written and preprocessed (0 = skip).
+    full model. ``preprocess_records`` ECG files are written and preprocessed, or echo
+    DICOM videos written and decoded (0 = skip).
     The geometry keys belong to one family each (:data:`GEOMETRY_KEYS`); unset, they take
     the family's default (:class:`~rightsize.encoders.models.EcgGeometry`: one 5 s crop;
     :class:`~rightsize.encoders.models.VideoGeometry`: EchoJEPA's 224 px, 16 frames, two
