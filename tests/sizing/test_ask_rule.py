@@ -40,6 +40,7 @@ def test_shards_that_do_not_fit_the_free_space_are_never_no_gpu_needed() -> None
     assert "No GPU needed" not in out["text"]["ask"]
     assert out["text"]["ask"].startswith("Does not fit: 571 MB of float16 shards exceed")
     assert out["scenarios"]["paired_cohort"]["models"]["ecg"]["cheapest"]["choice"] == "no_fit"
+    assert {t["choice"] for t in out["gpu_types"]} == {"no_fit"}     # no GPU type either
 
 
 def test_shards_over_the_quota_do_not_fit_either() -> None:

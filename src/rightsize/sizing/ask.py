@@ -78,7 +78,8 @@ def ks(gpus: int) -> list[int]:
 
 
 def gpu_types(cfg: SizingConfig, scenarios: dict[str, Any],
-              gpu_parts: dict[str, dict[str, dict[str, Any]]]) -> list[dict[str, Any]]:
+              gpu_parts: dict[str, dict[str, dict[str, Any]]], free: int | None = None,
+              quota: int | None = None) -> list[dict[str, Any]]:
     """The ask's job on each of ``sizing.gpu_types``: per k, wall-clock and GPU-hours, and
     the fewest GPUs within the deadline with margin (money at its price when set).
 
@@ -89,6 +90,8 @@ def gpu_types(cfg: SizingConfig, scenarios: dict[str, Any],
 
     rows = scenarios[cfg.ask.scenario]["models"]
     models = [m for m in cfg.ask.models if m in rows]
+    storage = sum(rows[m]["storage_bytes"] for m in models)
+    fits_disk = False not in fits(storage, free, quota).values()
     out = []
     for name in cfg.gpu_types:
         t = GPU_TYPES[name]
@@ -97,6 +100,8 @@ def gpu_types(cfg: SizingConfig, scenarios: dict[str, Any],
                                  "unknown": rows[m]["gpu"].get("unknown", [])}
                              for m in models}) for k in range(1, cfg.gpus + 1)}
         pick = cheapest({}, by_k, cfg.deadline_h, cfg.margin)
+        if not fits_disk:
+            pick = {"choice": "no_fit", "k": None}
         chosen = by_k.get(pick["k"]) if pick["choice"] in ("gpu", "unknown") else None
         hows = sorted({parts[m]["compute"].how for m in models})
         out.append({

@@ -263,7 +263,7 @@ def size_all(cfg: SizingConfig, benches: dict[str, dict[str, Any]],
     result = {
         "ask": ask(cfg, scenarios, jobs, free, quota, hardware["cores"]),
         "gpu_types": gpu_types(cfg, scenarios, _type_parts(cfg, counts, benches, gpu_files,
-                                                            disk)),
+                                                            disk), free, quota),
         "margin": cfg.margin,
         "scenarios": scenarios,
         "hardware": hardware,

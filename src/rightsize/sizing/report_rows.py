@@ -142,6 +142,7 @@ def gpu_type_table(result: dict[str, Any]) -> dict[str, Any] | None:
             cells.append(f"{format_duration(j['wall_s_low'], j['wall_s_high'])}, "
                          f"{format_hours(j['gpu_hours_low'], j['gpu_hours_high'])} GPU-h")
         pick = (f"{t['k']} GPU{'s' if t['k'] != 1 else ''}" if t["k"] else
+                "none: the shards do not fit the disk" if t["choice"] == "no_fit" else
                 f"none within {result['deadline_h']:g} h / {result.get('margin', 1):g}")
         if t["choice"] == "unknown" and t["k"]:
             pick += " (unknown parts)"
