@@ -33,6 +33,7 @@ VERB_MODULES = (
     "rightsize.verbs.token_cost",
     "rightsize.verbs.sizing",
     "rightsize.verbs.bench",
+    "rightsize.verbs.extract",
     "rightsize.verbs.experiments",
     "rightsize.verbs.report",
 )

@@ -34,6 +34,8 @@ BLOCKS = (
     "token_cost",
     "encoder_bench",
     "sizing",
+    "ecg_demo",
+    "extract",
     "report",
 )
 

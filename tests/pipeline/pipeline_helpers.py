@@ -42,6 +42,10 @@ TINY_PARAMS: dict[str, Any] = {
     "encoder_bench.models.ecg.batch_sizes": [1],
     "encoder_bench.models.ecg.preprocess_records": 5,
     "encoder_bench.models.echo.batch_sizes": [1],
+    "ecg_demo.records": 12,
+    "extract.size": "small",
+    "extract.layers": [8],
+    "extract.shard_records": 4,
 }
 
 PROBES = ("ecg", "echo", "concat", "fused")

@@ -35,6 +35,7 @@ DOC_NAMES = {
     ("encoder", "bench"): ("<model>_encoder", "encoders/<model>.json"),
     ("sizing", "sizing"): ("ask", "sizing.json"),
     ("token_cost", "token_cost"): ("token_cost", "token_cost.json"),
+    ("extract", "extract"): ("extract", "extract.json"),
 }
 ROW = re.compile(r"^\| `([^`]+)` \| [^|]+ \| `([^`:]+): ([^`]+)` \| .+ \|$")
 
@@ -71,7 +72,7 @@ def headline_files() -> list[tuple[Path, str, str | None, dict[str, Path]]]:
             out.append((f, "encoder", item, {"bench": METRICS / "encoders" / rel.name}))
         else:
             kind = {"cohort": "cohort", "footprint": "footprint", "sizing": "sizing",
-                    "token_cost": "token_cost"}[item]
+                    "token_cost": "token_cost", "extract": "extract"}[item]
             out.append((f, kind, None, {kind: METRICS / rel.name}))
     return out
 

@@ -5,10 +5,14 @@ An embedding file can be far larger than memory allows to hold twice (1,208 reco
 embedding column is read one parquet row group at a time, for the rows one manifest row
 group needs (:class:`RowFetcher`). A file sorted by subject keeps that to about one input
 row group per manifest row group; a shuffled one re-reads row groups.
+
+A folder of parquet files with one schema (the shards ``rightsize extract`` writes) reads as
+one file whose row groups are the files' row groups in file-name order (:class:`FolderParquet`).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -18,16 +22,79 @@ import pyarrow.parquet as pq
 from rightsize.errors import DataError, InputError
 
 
-def open_parquet(path: Path, columns: tuple[str, ...], what: str = "input file"
-                 ) -> pq.ParquetFile:
-    """Open ``path`` (InputError "<what> not found" when missing) and check it has ``columns``
-    (DataError naming the first missing one)."""
-    if not path.is_file():
-        raise InputError(f"{path}: {what} not found")
+@dataclass(frozen=True)
+class _Group:
+    num_rows: int
+
+
+@dataclass(frozen=True)
+class _Groups:
+    """``metadata.row_group(g).num_rows`` over a folder's files."""
+
+    sizes: tuple[int, ...]
+
+    def row_group(self, g: int) -> _Group:
+        return _Group(self.sizes[g])
+
+
+class FolderParquet:
+    """The ``*.parquet`` files of a folder, in name order, read as one parquet file (the
+    part of :class:`pyarrow.parquet.ParquetFile` the ``files`` source uses). Footers are read
+    up front; a file is opened when one of its row groups is read (the last one stays open),
+    so a folder of thousands of shards holds one file open."""
+
+    def __init__(self, folder: Path) -> None:
+        self.paths = sorted(folder.glob("*.parquet"))
+        if not self.paths:
+            raise DataError(f"{folder}: no *.parquet files in the folder")
+        metas = []
+        for path in self.paths:
+            try:
+                metas.append(pq.read_metadata(path))
+            except (pa.ArrowInvalid, OSError) as exc:
+                raise DataError(f"{path}: not a parquet file "
+                                f"({str(exc).splitlines()[0]})") from None
+        self.schema_arrow = metas[0].schema.to_arrow_schema().remove_metadata()
+        for path, meta in zip(self.paths, metas, strict=True):
+            if not meta.schema.to_arrow_schema().remove_metadata().equals(self.schema_arrow):
+                raise DataError(f"{path}: schema differs from the folder's first file")
+        self._groups = [(i, g) for i, m in enumerate(metas) for g in range(m.num_row_groups)]
+        self.num_row_groups = len(self._groups)
+        self.metadata = _Groups(tuple(metas[i].row_group(g).num_rows for i, g in self._groups))
+        self._open: tuple[int, pq.ParquetFile] | None = None
+
+    def _file(self, i: int) -> pq.ParquetFile:
+        if self._open is None or self._open[0] != i:
+            self._open = (i, _open_one(self.paths[i]))
+        return self._open[1]
+
+    def read(self, columns: list[str]) -> pa.Table:
+        """The columns of every file, concatenated."""
+        return pa.concat_tables([pq.read_table(p, columns=columns) for p in self.paths])
+
+    def read_row_group(self, g: int, columns: list[str]) -> pa.Table:
+        """Row group ``g`` of the folder (a row group of one of its files)."""
+        i, local = self._groups[g]
+        return self._file(i).read_row_group(local, columns=columns)
+
+
+def _open_one(path: Path) -> pq.ParquetFile:
     try:
-        pf = pq.ParquetFile(path)
+        return pq.ParquetFile(path)
     except (pa.ArrowInvalid, OSError) as exc:
         raise DataError(f"{path}: not a parquet file ({str(exc).splitlines()[0]})") from None
+
+
+def open_parquet(path: Path, columns: tuple[str, ...], what: str = "input file"
+                 ) -> pq.ParquetFile | FolderParquet:
+    """Open ``path``, a parquet file or a folder of them (InputError "<what> not found" when
+    missing), and check it has ``columns`` (DataError naming the first missing one)."""
+    if path.is_dir():
+        pf: pq.ParquetFile | FolderParquet = FolderParquet(path)
+    elif not path.is_file():
+        raise InputError(f"{path}: {what} not found")
+    else:
+        pf = _open_one(path)
     for col in columns:
         if col not in pf.schema_arrow.names:
             raise DataError(f"{path}: missing column {col}")
@@ -37,7 +104,7 @@ def open_parquet(path: Path, columns: tuple[str, ...], what: str = "input file"
 class RowFetcher:
     """Rows of one column of a parquet file by file row index, reading row groups on demand."""
 
-    def __init__(self, pf: pq.ParquetFile, column: str) -> None:
+    def __init__(self, pf: pq.ParquetFile | FolderParquet, column: str) -> None:
         self.pf = pf
         self.column = column
         sizes = [pf.metadata.row_group(g).num_rows for g in range(pf.num_row_groups)]

@@ -94,10 +94,11 @@ def read_ecg(path: Path | str, name: str | None = None) -> EcgRecord:
 
 
 def write_ecg(path: Path, signal_mv: np.ndarray, fs: float,
-              leads: tuple[str, ...] = MIMIC_ORDER) -> None:
+              leads: tuple[str, ...] = MIMIC_ORDER, comments: tuple[str, ...] = ()) -> None:
     """Write ``(12, samples)`` mV in :data:`LEADS` order as WFDB format 16 at ``path``.
 
     The header lists ``leads`` (default: MIMIC-IV-ECG's order); rows are permuted to match.
+    ``comments`` become header comment lines.
     """
     if signal_mv.shape[0] != len(LEADS):
         raise ValueError(f"{path}: want {len(LEADS)} leads, got {signal_mv.shape[0]}")
@@ -108,4 +109,4 @@ def write_ecg(path: Path, signal_mv: np.ndarray, fs: float,
         _wfdb().wrsamp(path.name, fs=fs, units=["mV"] * len(leads), sig_name=list(leads),
                     d_signal=digital, fmt=["16"] * len(leads),
                     adc_gain=[ADC_GAIN] * len(leads), baseline=[0] * len(leads),
-                    write_dir=str(path.parent))
+                    write_dir=str(path.parent), comments=list(comments))

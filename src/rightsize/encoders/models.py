@@ -181,10 +181,18 @@ def analytic_flops(spec: EncoderSpec) -> dict[str, int]:
     return {"transformer_layers": layers, "front_end": front, "total": layers + front}
 
 
-def build_model(spec: EncoderSpec, device: Any = "cpu", layers: int | None = None) -> Any:
+#: Keys of a Hugging Face config.json that describe the file, not the model.
+CONFIG_FILE_KEYS = ("architectures", "model_type", "transformers_version", "auto_map",
+                    "_name_or_path", "torch_dtype", "dtype")
+
+
+def build_model(spec: EncoderSpec, device: Any = "cpu", layers: int | None = None,
+                config: dict[str, Any] | None = None) -> Any:
     """The encoder with random weights on ``device`` (``"meta"`` allocates nothing), in eval mode.
 
     ``layers`` truncates the transformer to that many layers (same input shape and width).
+    ``config`` (HuBERT-ECG only): a Hugging Face ``config.json``'s fields, which then build
+    the model instead of the spec's (a weights folder's own settings).
     """
     import os
 
@@ -195,8 +203,13 @@ def build_model(spec: EncoderSpec, device: Any = "cpu", layers: int | None = Non
     a = spec.arch
     depth = a.layers if layers is None else layers
     g = spec.geometry
-    if isinstance(g, EcgGeometry):
-        config = HubertConfig(
+    if isinstance(g, EcgGeometry) and config is not None:
+        given = {k: v for k, v in config.items() if k not in CONFIG_FILE_KEYS}
+        hf_config = HubertConfig(**{**given, "num_hidden_layers": layers or
+                                    given.get("num_hidden_layers", a.layers)})
+        cls = HubertModel
+    elif isinstance(g, EcgGeometry):
+        hf_config = HubertConfig(
             hidden_size=a.hidden, num_hidden_layers=depth, num_attention_heads=a.heads,
             intermediate_size=a.ffn, conv_dim=(CONV_DIM,) * len(CONV_KERNELS),
             conv_kernel=CONV_KERNELS, conv_stride=CONV_STRIDES,
@@ -204,13 +217,13 @@ def build_model(spec: EncoderSpec, device: Any = "cpu", layers: int | None = Non
             num_conv_pos_embedding_groups=POS_CONV_GROUPS)
         cls = HubertModel
     else:
-        config = VJEPA2Config(
+        hf_config = VJEPA2Config(
             hidden_size=a.hidden, num_hidden_layers=depth, num_attention_heads=a.heads,
             mlp_ratio=a.ffn / a.hidden, crop_size=g.resolution, frames_per_clip=g.frames,
             patch_size=PATCH, tubelet_size=TUBELET)
         cls = VJEPA2Model
     with torch.device(device):
-        model = cls(config)
+        model = cls(hf_config)
     return model.eval()
 
 

@@ -10,6 +10,7 @@ from rightsize.experiments import flatten
 from rightsize.reporting import figures, fmt
 from rightsize.reporting.doc import Block, Heading, Note, Para, table
 from rightsize.reporting.load import ReportInputs, Source, get, num
+from rightsize.reporting.sections_extract import extract_blocks
 from rightsize.reporting.sections_patience import patience_blocks
 from rightsize.reporting.sections_sizing import sizing_blocks
 from rightsize.reporting.sections_tokens import (
@@ -39,6 +40,7 @@ def probe_sections(inputs: ReportInputs) -> list[Block]:
     blocks += token_cost_blocks(inputs.token_cost)
     blocks += probe_telemetry_blocks(inputs)
     blocks += sizing_blocks(inputs.sizing)
+    blocks += extract_blocks(inputs.extract)
     blocks += hardware_blocks(inputs)
     return blocks
 

@@ -117,6 +117,18 @@ LAYOUT: dict[str, Kind] = {
         Pick("wall_hours_high", "sizing", "ask.option.wall_s_high", scale=HOURS),
         Pick("storage_bytes", "sizing", "ask.storage_bytes"),
     )),
+    # extract: metrics/extract.json, one extraction run beside the ask's prediction for it
+    "extract": Kind("extract", (
+        Pick("records", "extract", "records"),
+        Pick("wall_s", "extract", "wall_s"),
+        Pick("records_per_s", "extract", "records_per_s"),
+        Pick("predicted_wall_s_low", "extract", "prediction_check.predicted_wall_s_low",
+             optional=True),
+        Pick("predicted_wall_s_high", "extract", "prediction_check.predicted_wall_s_high",
+             optional=True),
+        Pick("ratio_to_high", "extract", "prediction_check.ratio_to_high", optional=True),
+        Pick("peak_rss_mb", "extract", "peak_rss_mb_max_worker", optional=True),
+    )),
 }
 
 

@@ -1,0 +1,13 @@
+"""Extraction: token-level HuBERT-ECG hidden states from WFDB records, in resumable shards.
+
+* :mod:`~rightsize.extraction.records` — the record list (MIMIC-IV-ECG layout), shards, tasks.
+* :mod:`~rightsize.extraction.worker` — one worker: model once, shards read, encoded, written.
+* :mod:`~rightsize.extraction.shards` — a shard's parquet file and its JSON record; validity.
+* :mod:`~rightsize.extraction.run` — the plan (what is left) and the local executor.
+* :mod:`~rightsize.extraction.finalize`, :mod:`~rightsize.extraction.report` — index, errors,
+  SHA256SUMS once complete; the run's metrics.
+* :mod:`~rightsize.extraction.demo_corpus` — the synthetic corpus of the default pipeline.
+
+Imports the ground, :mod:`rightsize.encoders` (the models and the preprocessing the encoder
+bench times) and :mod:`rightsize.telemetry` (the event writer, SHA-256). No CLI, no DVC.
+"""

@@ -1,0 +1,101 @@
+"""The ``extract`` and ``ecg_demo`` params blocks as frozen dataclasses, checked at the edge."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from rightsize.params import require, require_one_of
+
+DTYPES = ("float16", "float32")
+EXECUTORS = ("local", "slurm")
+
+
+def _positive_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+@dataclass(frozen=True)
+class ExtractConfig:
+    """What ``rightsize extract`` runs (``extract`` in params.yaml; docs/params.md).
+
+    ``records`` is a record list in MIMIC-IV-ECG's ``record_list.csv`` layout (or parquet),
+    its ``path`` column relative to ``root``. ``weights`` is a local folder (Hugging Face
+    style: ``config.json`` + ``*.safetensors``, or a state dict file loaded with
+    ``weights_only=True``); ``null`` = seeded random weights, features for cost only.
+    ``layers`` are hidden-state indices (0 = the embeddings output, ``k`` = after layer k).
+    ``shard_records`` records make a shard, the unit of work and of resumption; batches of
+    ``batch_size`` model inputs never cross a shard. ``workers`` processes (0 = one per
+    ``threads_per_worker`` cores) each run torch on ``threads_per_worker`` threads: a fixed
+    thread count, so the bytes do not depend on how many workers ran.
+    """
+
+    records: str
+    root: str
+    size: str = "base"
+    weights: str | None = None
+    seed: int = 0
+    layers: tuple[int, ...] = (12,)
+    dtype: str = "float16"
+    crops_per_record: int = 1
+    shard_records: int = 64
+    batch_size: int = 4
+    workers: int = 0
+    threads_per_worker: int = 1
+    device: str = "cpu"
+    skip_bad: bool = False
+    executor: str = "local"
+
+    def validate(self, key: str) -> None:
+        """Raise ``ParamsError`` naming ``<key>.<field>`` for a bad value."""
+        from rightsize.encoders.models import HUBERT_SIZES
+
+        require_one_of(self.size, list(HUBERT_SIZES), f"{key}.size", "HuBERT-ECG size")
+        depth = HUBERT_SIZES[self.size].layers
+        require(bool(self.layers), f"{key}.layers", "must list at least one layer")
+        for i, layer in enumerate(self.layers):
+            require(isinstance(layer, int) and not isinstance(layer, bool)
+                    and 0 <= layer <= depth, f"{key}.layers[{i}]",
+                    f"must be a hidden-state index 0..{depth} of HuBERT-ECG {self.size}, "
+                    f"got {layer!r}")
+        require(len(set(self.layers)) == len(self.layers), f"{key}.layers",
+                f"lists a layer twice: {list(self.layers)}")
+        require_one_of(self.dtype, DTYPES, f"{key}.dtype", "storage dtype")
+        require_one_of(self.executor, EXECUTORS, f"{key}.executor", "executor")
+        for name in ("crops_per_record", "shard_records", "batch_size", "threads_per_worker"):
+            require(_positive_int(getattr(self, name)), f"{key}.{name}",
+                    f"must be a positive integer, got {getattr(self, name)!r}")
+        require(isinstance(self.workers, int) and self.workers >= 0, f"{key}.workers",
+                f"must be >= 0 (0 = one per threads_per_worker cores), got {self.workers!r}")
+        require(self.device == "cpu" or self.device.startswith("cuda"), f"{key}.device",
+                f"must be cpu or cuda[:N], got {self.device!r}")
+        require(bool(self.records), f"{key}.records", "must name a record list")
+
+    @property
+    def stored_layers(self) -> tuple[int, ...]:
+        """Layers in the order the shards store them (ascending)."""
+        return tuple(sorted(self.layers))
+
+    def fingerprint(self) -> dict[str, Any]:
+        """What decides a shard's bytes: a shard written under another fingerprint is redone."""
+        return {"size": self.size, "seed": self.seed, "layers": list(self.stored_layers),
+                "dtype": self.dtype, "crops_per_record": self.crops_per_record,
+                "shard_records": self.shard_records, "batch_size": self.batch_size,
+                "threads_per_worker": self.threads_per_worker, "device": self.device}
+
+
+@dataclass(frozen=True)
+class EcgDemoConfig:
+    """The synthetic demo corpus (``ecg_demo``): ``records`` ECG-like WFDB records."""
+
+    records: int = 256
+    seed: int = 0
+    seconds: float = 10.0
+    sample_hz: int = 500
+
+    def validate(self, key: str) -> None:
+        """Raise ``ParamsError`` naming ``<key>.<field>`` for a bad value."""
+        for name in ("records", "sample_hz"):
+            require(_positive_int(getattr(self, name)), f"{key}.{name}",
+                    f"must be a positive integer, got {getattr(self, name)!r}")
+        require(self.seconds > 0, f"{key}.seconds", f"must be > 0, got {self.seconds!r}")

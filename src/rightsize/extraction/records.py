@@ -1,0 +1,109 @@
+"""The record list (MIMIC-IV-ECG's ``record_list.csv`` layout) and its cut into shards.
+
+A record list has one row per ECG record: ``subject_id``, ``study_id`` and ``path`` (the
+WFDB record without extension, relative to the root folder), as MIMIC-IV-ECG's
+``record_list.csv`` does; other columns (``file_name``, ``ecg_time``) are ignored. A parquet
+file with the same columns works too. ``study_id`` is the record id and must be unique.
+
+Shard ``s`` is list rows ``[s * shard_records, (s + 1) * shard_records)`` in the list's order:
+the unit of work, of resumption and of the Slurm array's task ranges.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from rightsize.errors import DataError, InputError
+
+COLUMNS = ("subject_id", "study_id", "path")
+
+
+@dataclass(frozen=True)
+class RecordList:
+    """The records, in list order: ids as strings, paths relative to ``root``."""
+
+    subject_id: tuple[str, ...]
+    study_id: tuple[str, ...]
+    path: tuple[str, ...]
+    root: Path
+    source: Path
+
+    def __len__(self) -> int:
+        return len(self.study_id)
+
+    def file(self, i: int) -> Path:
+        """Record ``i``'s WFDB path (no extension) under the root."""
+        return self.root / self.path[i]
+
+
+def _cell(value: object) -> str:
+    """An id cell as text: integers without a decimal point (pandas may read them as floats)."""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def read_record_list(path: Path, root: Path) -> RecordList:
+    """Read ``path`` (CSV or parquet); errors name the file, the column and the row."""
+    import pandas as pd
+
+    if not path.is_file():
+        raise InputError(f"{path}: record list not found")
+    try:
+        if path.suffix == ".parquet":
+            frame = pd.read_parquet(path)
+        else:
+            frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    except (OSError, ValueError) as exc:
+        raise DataError(f"{path}: cannot read the record list "
+                        f"({str(exc).splitlines()[0]})") from None
+    for col in COLUMNS:
+        if col not in frame.columns:
+            raise DataError(f"{path}: missing column {col} (a record list has "
+                            f"{', '.join(COLUMNS)}, as MIMIC-IV-ECG's record_list.csv)")
+    cols = {c: tuple(_cell(v) for v in frame[c].tolist()) for c in COLUMNS}
+    for c in COLUMNS:
+        empty = next((i for i, v in enumerate(cols[c]) if v in ("", "nan", "None")), None)
+        if empty is not None:
+            raise DataError(f"{path}: column {c}: empty value in row {empty + 1}")
+    seen: dict[str, int] = {}
+    for i, sid in enumerate(cols["study_id"]):
+        if sid in seen:
+            raise DataError(f"{path}: column study_id: duplicate record {sid} "
+                            f"(rows {seen[sid] + 1} and {i + 1})")
+        seen[sid] = i
+    if not cols["study_id"]:
+        raise DataError(f"{path}: the record list has no rows")
+    if not root.is_dir():
+        raise InputError(f"{root}: record root folder not found")
+    return RecordList(cols["subject_id"], cols["study_id"], cols["path"], root, path)
+
+
+def shard_count(records: int, shard_records: int) -> int:
+    """Shards of ``shard_records`` records (the last may hold fewer)."""
+    return -(-records // shard_records)
+
+
+def shard_rows(shard: int, records: int, shard_records: int) -> range:
+    """List rows of ``shard``."""
+    return range(shard * shard_records, min((shard + 1) * shard_records, records))
+
+
+def parse_task(text: str) -> tuple[int, int]:
+    """``"I/N"`` -> ``(I, N)`` with ``0 <= I < N``; InputError otherwise."""
+    try:
+        i_text, n_text = text.split("/")
+        i, n = int(i_text), int(n_text)
+    except ValueError:
+        raise InputError(f"--task: expected I/N (task I of N, 0-based), got {text!r}") from None
+    if n <= 0 or not 0 <= i < n:
+        raise InputError(f"--task: need 0 <= I < N, got {text!r}")
+    return i, n
+
+
+def task_shards(task: int, tasks: int, shards: int) -> range:
+    """The contiguous shard range of task ``task`` of ``tasks``: sizes differ by at most one."""
+    base, extra = divmod(shards, tasks)
+    start = task * base + min(task, extra)
+    return range(start, start + base + (1 if task < extra else 0))

@@ -1,0 +1,208 @@
+"""Plan a run (which shards are still to do) and run it on local worker processes.
+
+The plan looks at every shard of this task's range (all shards without ``--task``): a shard
+already done under the same fingerprint is kept, anything else (missing, damaged, written
+under other settings or weights) is redone. Workers are processes, each with the model built
+once and torch on ``threads_per_worker`` threads; shards go to them in order. The first bad
+record (without ``skip_bad``) stops the run: shards already being written finish, nothing
+written is lost, and :class:`~rightsize.errors.DataError` names the record.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rightsize.errors import DataError
+from rightsize.extraction.config import ExtractConfig
+from rightsize.extraction.records import RecordList, shard_count, task_shards
+from rightsize.extraction.shards import SHARDS, ShardFile, fingerprint, read_done, shard_stem
+
+
+@dataclass
+class Plan:
+    """This run's shards: those done already and those to do."""
+
+    cfg: ExtractConfig
+    records: RecordList
+    out: Path
+    identity: dict[str, Any]
+    shards: int                         # shards in the whole corpus
+    mine: range                         # this task's range
+    done: dict[int, ShardFile] = field(default_factory=dict)
+    todo: list[int] = field(default_factory=list)
+
+    @property
+    def want(self) -> dict[str, Any]:
+        """The fingerprint a shard must carry to count as done."""
+        return fingerprint(self.cfg, self.identity)
+
+
+@dataclass
+class RunStats:
+    """What the workers measured: seconds per part summed over workers, peak RSS per worker."""
+
+    times: dict[int, dict[str, float]] = field(default_factory=dict)
+    peak_rss_mb: dict[int, float] = field(default_factory=dict)
+    hosts: dict[int, str] = field(default_factory=dict)
+
+    def total(self, part: str) -> float:
+        """``part`` seconds summed over the workers."""
+        return sum(t.get(part, 0.0) for t in self.times.values())
+
+
+def make_plan(cfg: ExtractConfig, records: RecordList, out: Path,
+              task: tuple[int, int] | None) -> Plan:
+    """Which shards of this task's range are done and which are to do."""
+    from rightsize.encoders.weights import weights_identity
+
+    identity = weights_identity(cfg.size, Path(cfg.weights) if cfg.weights else None, cfg.seed)
+    n = shard_count(len(records), cfg.shard_records)
+    mine = task_shards(*task, n) if task else range(n)
+    plan = Plan(cfg, records, out, identity, n, mine)
+    for s in mine:
+        found = read_done(out, s, records, cfg, plan.want)
+        if found is None:
+            plan.todo.append(s)
+        else:
+            plan.done[s] = found
+    _remove_temporaries(out, plan.todo)
+    return plan
+
+
+def _remove_temporaries(out: Path, todo: list[int]) -> None:
+    """A killed worker's temporary files of the shards this run redoes (never another
+    task's: only shards of this run's range)."""
+    folder = out / SHARDS
+    if not folder.is_dir():
+        return
+    stems = {f".{shard_stem(s)}." for s in todo}
+    for p in folder.iterdir():
+        if p.name.endswith(".tmp") and any(p.name.startswith(s) for s in stems):
+            p.unlink(missing_ok=True)
+
+
+def default_workers(cfg: ExtractConfig) -> int:
+    """``extract.workers``, or one per ``threads_per_worker`` cores."""
+    if cfg.workers:
+        return cfg.workers
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, (cores or 1) // cfg.threads_per_worker)
+
+
+# -- worker processes -------------------------------------------------------------------------
+_STATE: dict[str, Any] = {}
+
+
+def _init(cfg: ExtractConfig, records: RecordList, out: Path, events: Path | None,
+          rank_base: int, counter: Any) -> None:
+    with counter.get_lock():
+        rank = rank_base + counter.value
+        counter.value += 1
+    _STATE["args"] = (cfg, records, out, rank, events)
+
+
+def _run(shard: int) -> tuple[ShardFile, int, str, dict[str, float], float]:
+    """One shard in a worker process; the model is built on the first call, so an error
+    there (weights that do not fit) reaches the parent as itself, not a broken pool."""
+    from rightsize.extraction.worker import run_shard, start_worker
+    from rightsize.measure import peak_rss_mb
+
+    if "worker" not in _STATE:
+        _STATE["worker"] = start_worker(*_STATE["args"])
+    state = _STATE["worker"]
+    written = run_shard(state, shard)
+    return written, state.rank, state.host, dict(state.times), peak_rss_mb()
+
+
+class BadRecordError(DataError):
+    """The run stopped at a bad record; ``error`` is its errors-table row."""
+
+    def __init__(self, message: str, error: dict[str, str]) -> None:
+        super().__init__(message)
+        self.error = error
+
+
+def _bad(exc: BaseException) -> BadRecordError:
+    from rightsize.extraction.worker import StopOnBadRecord
+
+    assert isinstance(exc, StopOnBadRecord)
+    e = exc.error
+    return BadRecordError(f"{e['path']}: {e['reason']}: {e['detail']} (record "
+                          f"{e['study_id']}, list row {exc.row + 1}); rerun with --skip-bad "
+                          "to list every bad record in errors.csv and go on", e)
+
+
+def run_local(plan: Plan, workers: int, events: Path | None, rank_base: int,
+              on_shard: Callable[[ShardFile], None]) -> RunStats:
+    """Run ``plan.todo`` on ``workers`` processes (in this process when one)."""
+    from rightsize.extraction.worker import StopOnBadRecord
+
+    stats = RunStats()
+    if not plan.todo:
+        return stats
+    if workers <= 1 or len(plan.todo) == 1:
+        from rightsize.extraction.worker import run_shard, start_worker
+        from rightsize.measure import peak_rss_mb
+
+        state = start_worker(plan.cfg, plan.records, plan.out, rank_base, events)
+        try:
+            for s in plan.todo:
+                try:
+                    written = run_shard(state, s)
+                except StopOnBadRecord as exc:
+                    raise _bad(exc) from None
+                stats.times[state.rank] = dict(state.times)
+                stats.peak_rss_mb[state.rank] = peak_rss_mb()
+                stats.hosts[state.rank] = state.host
+                on_shard(written)
+        finally:
+            if state.events is not None:
+                state.events.close()
+        return stats
+    return _run_pool(plan, workers, events, rank_base, on_shard, stats)
+
+
+def _run_pool(plan: Plan, workers: int, events: Path | None, rank_base: int,
+              on_shard: Callable[[ShardFile], None], stats: RunStats) -> RunStats:
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    from rightsize.extraction.worker import StopOnBadRecord
+
+    ctx = mp.get_context("spawn")          # no fork of a parent holding threads
+    counter = ctx.Value("i", 0)
+    first_bad: StopOnBadRecord | None = None
+    with ProcessPoolExecutor(max_workers=min(workers, len(plan.todo)), mp_context=ctx,
+                             initializer=_init,
+                             initargs=(plan.cfg, plan.records, plan.out, events, rank_base,
+                                       counter)) as pool:
+        futures = [pool.submit(_run, s) for s in plan.todo]
+        try:
+            for fut in as_completed(futures):
+                try:
+                    written, rank, host, times, rss = fut.result()
+                except StopOnBadRecord as exc:
+                    if first_bad is None or exc.row < first_bad.row:
+                        first_bad = exc
+                    for other in futures:
+                        other.cancel()
+                    continue
+                stats.times[rank], stats.peak_rss_mb[rank], stats.hosts[rank] = times, rss, host
+                on_shard(written)
+        except BaseException:
+            for other in futures:
+                other.cancel()
+            raise
+    if first_bad is not None:
+        raise _bad(first_bad)
+    return stats
+
+
+def wall_clock() -> float:
+    """Seconds on a monotonic clock (the run's wall clock is measured with it)."""
+    return time.perf_counter()

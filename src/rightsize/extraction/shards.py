@@ -1,0 +1,126 @@
+"""Shards on disk: a parquet file per shard, written to a temporary file and renamed, and a
+JSON record beside it that says what it holds and whether it is still valid.
+
+``<out>/shards/shard-<s>.parquet`` (one row group, one row per good record, list order):
+``subject_id``, ``study_id`` (strings) and ``embedding``, the hidden state of the highest of
+``extract.layers`` as ``fixed_size_list<fixed_size_list<float16>[hidden]>[tokens]``; every
+other chosen layer ``k`` beside it as ``layer_<k>``. The schema metadata key
+``rightsize.extract`` says which layers, the dtype and what the features may be used for.
+This is the ECG layout ``cohort.source: files`` reads (``cohort.files.ecg: <out>/shards``).
+
+``<out>/shards/shard-<s>.json``, written after the parquet file: the shard's record ids,
+the bad records in it, the parquet file's SHA-256 and size, and the fingerprint of what
+decides its bytes. A shard is done when both exist, the fingerprint and the record ids are
+the current ones and the parquet file still has its SHA-256; anything else is redone.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rightsize import atomic
+from rightsize.extraction.config import ExtractConfig
+from rightsize.extraction.records import RecordList, shard_rows
+from rightsize.telemetry.manifest import sha256_file
+
+SHARDS = "shards"
+META_KEY = b"rightsize.extract"
+
+
+def shard_stem(shard: int) -> str:
+    """``shard-00012``: shard files sort by name in shard order."""
+    return f"shard-{shard:05d}"
+
+
+@dataclass(frozen=True)
+class ShardFile:
+    """A written shard, as its JSON record describes it."""
+
+    shard: int
+    rows: tuple[int, ...]              # list rows of the good records, in file order
+    errors: tuple[dict[str, str], ...]
+    stored_fs: tuple[float, ...]       # each good record's sampling rate on disk
+    sha256: str
+    bytes: int
+
+    @property
+    def parquet(self) -> str:
+        """The parquet file's path relative to the output folder."""
+        return f"{SHARDS}/{shard_stem(self.shard)}.parquet"
+
+
+def _tokens_column(values: np.ndarray) -> Any:
+    """``(records, tokens, hidden)`` -> fixed-size lists of fixed-size lists, no copy."""
+    import pyarrow as pa
+
+    n, tokens, hidden = values.shape
+    flat = pa.array(np.ascontiguousarray(values).reshape(-1))
+    return pa.FixedSizeListArray.from_arrays(pa.FixedSizeListArray.from_arrays(flat, hidden),
+                                             tokens)
+
+
+def expected_ids(records: RecordList, shard: int, shard_records: int) -> list[str]:
+    """The record ids (``study_id``) in ``shard``'s list rows, good or bad."""
+    return [records.study_id[r] for r in shard_rows(shard, len(records), shard_records)]
+
+
+def write_shard(out: Path, shard: int, cfg: ExtractConfig, records: RecordList,
+                rows: list[int], layers: list[np.ndarray], errors: list[dict[str, str]],
+                stored_fs: list[float], provenance: dict[str, Any]) -> ShardFile:
+    """Write ``shard``'s parquet file (temporary file + rename) and then its JSON record."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    stored = cfg.stored_layers
+    columns: dict[str, Any] = {
+        "subject_id": pa.array([records.subject_id[r] for r in rows], pa.string()),
+        "study_id": pa.array([records.study_id[r] for r in rows], pa.string()),
+    }
+    for layer, values in zip(stored[:-1], layers[:-1], strict=True):
+        columns[f"layer_{layer}"] = _tokens_column(values)
+    columns["embedding"] = _tokens_column(layers[-1])
+    meta = {"layers": list(stored), "embedding": f"hidden state {stored[-1]}",
+            "dtype": cfg.dtype, "features": provenance["features"]}
+    table = pa.table(columns).replace_schema_metadata({META_KEY: json.dumps(meta).encode()})
+    path = out / SHARDS / f"{shard_stem(shard)}.parquet"
+    with atomic.atomic_path(path) as tmp:
+        pq.write_table(table, tmp, row_group_size=max(len(rows), 1), write_statistics=False,
+                       use_dictionary=["subject_id", "study_id"])
+    digest, size = sha256_file(path)
+    written = ShardFile(shard, tuple(rows), tuple(errors), tuple(stored_fs), digest, size)
+    atomic.write_json(path.with_suffix(".json"), {
+        "shard": shard, "records": expected_ids(records, shard, cfg.shard_records),
+        "rows": list(rows), "errors": list(errors), "stored_fs": list(stored_fs),
+        "sha256": digest, "bytes": size, "fingerprint": fingerprint(cfg, provenance)})
+    return written
+
+
+def fingerprint(cfg: ExtractConfig, provenance: dict[str, Any]) -> dict[str, Any]:
+    """The config's fingerprint plus the weights' identity (files and their SHA-256)."""
+    return {**cfg.fingerprint(), "weights": provenance.get("files"),
+            "weights_seed": provenance.get("seed")}
+
+
+def read_done(out: Path, shard: int, records: RecordList, cfg: ExtractConfig,
+              want: dict[str, Any]) -> ShardFile | None:
+    """The shard if it is done under fingerprint ``want`` (see the module doc), else None."""
+    path = out / SHARDS / f"{shard_stem(shard)}.parquet"
+    try:
+        rec = json.loads(path.with_suffix(".json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(rec, dict) or rec.get("fingerprint") != want \
+            or rec.get("records") != expected_ids(records, shard, cfg.shard_records):
+        return None
+    try:
+        if path.stat().st_size != rec.get("bytes") or sha256_file(path)[0] != rec.get("sha256"):
+            return None
+    except OSError:
+        return None
+    return ShardFile(shard, tuple(rec["rows"]), tuple(rec["errors"]), tuple(rec["stored_fs"]),
+                     rec["sha256"], rec["bytes"])

@@ -1,0 +1,165 @@
+"""One worker: the model built once, then shards read, preprocessed, encoded and written.
+
+A shard's records are read and preprocessed in list order (:func:`~rightsize.encoders.
+preprocess.preprocess_record`, the function the encoder bench times), their crops stacked
+and encoded in batches of ``batch_size`` inputs that never cross the shard, so a shard's
+bytes depend on its records, the weights and the fingerprint only, never on which worker or
+task ran it. Each batch logs ``extract/records_per_s`` and ``extract/batch_s`` to the
+worker's event file (run ``<host>.rank<r>``), which ``rightsize telemetry`` reads.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rightsize.encoders.ecg_files import BadRecord
+from rightsize.encoders.models import EcgGeometry
+from rightsize.extraction.config import ExtractConfig
+from rightsize.extraction.records import RecordList, shard_rows
+from rightsize.extraction.shards import ShardFile, write_shard
+
+
+class StopOnBadRecord(Exception):
+    """A bad record in a run without ``skip_bad``: the shard is not written."""
+
+    def __init__(self, row: int, error: dict[str, str]) -> None:
+        super().__init__(f"{error['record']}: {error['reason']}: {error['detail']}")
+        self.row = row
+        self.error = error
+
+    def __reduce__(self) -> tuple[type, tuple[int, dict[str, str]]]:
+        return (StopOnBadRecord, (self.row, self.error))      # crosses process boundaries
+
+
+@dataclass
+class WorkerState:
+    """What a worker process keeps between shards."""
+
+    cfg: ExtractConfig
+    records: RecordList
+    out: Path
+    rank: int
+    model: Any
+    provenance: dict[str, Any]
+    events: Any = None
+    host: str = "localhost"
+    step: int = 0
+    times: dict[str, float] = field(default_factory=lambda: {"read_preprocess_s": 0.0,
+                                                              "compute_s": 0.0,
+                                                              "write_s": 0.0})
+
+
+def geometry_of(cfg: ExtractConfig) -> EcgGeometry:
+    """The model input geometry ``extract`` uses (HuBERT-ECG's, ``crops_per_record`` crops)."""
+    return EcgGeometry(crops_per_record=cfg.crops_per_record)
+
+
+def start_worker(cfg: ExtractConfig, records: RecordList, out: Path, rank: int,
+                 events_dir: Path | None) -> WorkerState:
+    """Build the model (threads fixed at ``threads_per_worker``) and open the event file."""
+    import torch
+
+    from rightsize.encoders.weights import build_extractor
+
+    torch.set_num_threads(cfg.threads_per_worker)
+    weights = Path(cfg.weights) if cfg.weights else None
+    model, provenance = build_extractor(cfg.size, weights, cfg.seed, max(cfg.layers),
+                                        geometry_of(cfg))
+    model = model.to(cfg.device)
+    events = None
+    host = socket.gethostname().split(".")[0] or "localhost"
+    if events_dir is not None:
+        from rightsize.telemetry.writer import EventWriter
+
+        events = EventWriter(events_dir / f"{host}.rank{rank}", wall_time=time.time(),
+                             host=host)
+    return WorkerState(cfg, records, out, rank, model, provenance, events, host)
+
+
+def _encode(state: WorkerState, inputs: np.ndarray) -> list[np.ndarray]:
+    """Hidden states of the stored layers for ``inputs`` ``(n, samples)``: one
+    ``(n, tokens, hidden)`` array per layer, in the storage dtype."""
+    import torch
+
+    cfg = state.cfg
+    dtype = np.float16 if cfg.dtype == "float16" else np.float32
+    out: list[list[np.ndarray]] = [[] for _ in cfg.stored_layers]
+    for start in range(0, len(inputs), cfg.batch_size):
+        t0 = time.perf_counter()
+        batch = torch.from_numpy(inputs[start:start + cfg.batch_size]).to(cfg.device)
+        with torch.inference_mode(), _autocast(cfg.device):
+            hidden = state.model(batch, output_hidden_states=True).hidden_states
+        for j, layer in enumerate(cfg.stored_layers):
+            out[j].append(hidden[layer].float().cpu().numpy().astype(dtype))
+        seconds = time.perf_counter() - t0
+        state.times["compute_s"] += seconds
+        if state.events is not None:
+            state.step += 1
+            now = time.time()
+            per_record = len(batch) / cfg.crops_per_record
+            state.events.add_scalar("extract/batch_s", seconds, state.step, now)
+            state.events.add_scalar("extract/records_per_s", per_record / seconds,
+                                    state.step, now)
+    return [np.concatenate(parts) for parts in out]
+
+
+def _autocast(device: str) -> Any:
+    """bf16 autocast on CUDA (the tensor cores the ask assumes); nothing on the CPU."""
+    import contextlib
+
+    import torch
+
+    if device.startswith("cuda"):
+        return torch.autocast("cuda", dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+def run_shard(state: WorkerState, shard: int) -> ShardFile:
+    """Read, preprocess, encode and write ``shard``; raises :class:`StopOnBadRecord` on the
+    first bad record unless ``skip_bad`` (then its errors are kept in the shard's record)."""
+    from rightsize.encoders.ecg_files import read_ecg
+    from rightsize.encoders.preprocess import preprocess_ecg
+
+    cfg, records = state.cfg, state.records
+    geometry = geometry_of(cfg)
+    t0 = time.perf_counter()
+    rows, inputs, errors, stored_fs = [], [], [], []
+    for row in shard_rows(shard, len(records), cfg.shard_records):
+        name = records.path[row]
+        try:
+            record = read_ecg(records.file(row), name)
+            inputs.append(preprocess_ecg(record, geometry, name))
+        except BadRecord as bad:
+            error = {"study_id": records.study_id[row], "subject_id": records.subject_id[row],
+                     "path": name, "reason": bad.reason, "detail": bad.detail,
+                     "record": name}
+            if not cfg.skip_bad:
+                raise StopOnBadRecord(row, error) from None
+            errors.append(error)
+            continue
+        rows.append(row)
+        stored_fs.append(record.fs)
+    state.times["read_preprocess_s"] += time.perf_counter() - t0
+    if inputs:
+        layers = _encode(state, np.concatenate(inputs))        # (records x crops, samples)
+    else:                                                      # every record was bad
+        from rightsize.encoders.models import conv_lengths
+
+        shape = (0, conv_lengths(geometry.input_samples)[-1], state.model.config.hidden_size)
+        layers = [np.zeros(shape, np.float16 if cfg.dtype == "float16" else np.float32)
+                  for _ in cfg.stored_layers]
+    t1 = time.perf_counter()
+    crops = cfg.crops_per_record
+    per_record = [a.reshape(len(rows), crops * a.shape[1], a.shape[2]) for a in layers]
+    written = write_shard(state.out, shard, cfg, records, rows, per_record, errors,
+                          stored_fs, state.provenance)
+    state.times["write_s"] += time.perf_counter() - t1
+    if state.events is not None:
+        state.events.flush()
+    return written

@@ -1,0 +1,8 @@
+"""Make ``extract_fixtures`` (beside this file) importable under --import-mode=importlib."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
