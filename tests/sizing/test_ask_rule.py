@@ -237,3 +237,15 @@ def test_measured_echo_decoding_lifts_the_unknown() -> None:
                      deadline_h=10_000), echo=echo)
     assert out["ask"]["unknown"] == [] and out["ask"]["choice"] == "cpu"
     assert out["text"]["answer"] == "No GPU needed"
+
+
+# 5. the preprocessing measured is the one HuBERT-ECG recommends ---------------------------
+
+def test_the_notes_say_the_preprocessing_is_the_recommended_one_and_rates_keep_digits() -> None:
+    out = _size(echo=bench_dict("echojepa", "vitl", preprocess_rate=0.87))
+    notes = " ".join(out["text"]["notes"])
+    assert "Preprocessing as HuBERT-ECG recommends (Edoar-do/HuBERT-ECG README.md@affe1f9): " \
+           "band-pass and scaling as in Edoar-do/HuBERT-ECG code/utils.py@affe1f9" in notes
+    bench = next(t for t in out["text"]["tables"] if t["header"][0] == "model"
+                 and "FLOPs/record" in t["header"])
+    assert [r[5] for r in bench["rows"]] == ["200", "0.87"]     # echo decoding: 0.87/s/core

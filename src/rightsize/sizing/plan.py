@@ -74,7 +74,7 @@ def _preprocessing(records: int, bench: dict[str, Any], cores: int, what: str) -
     lo, hi = _rates(pre, "records_per_s_per_core")
     return part_for("preprocessing", records, None if lo is None else lo * cores,
                     None if hi is None else hi * cores, "measured",
-                    f"{pre['records_per_s_per_core']:,.0f} records/s per core measured on "
+                    f"{pre['records_per_s_per_core']:,.3g} records/s per core measured on "
                     f"{bench['hardware'].get('cpu', '?')} (page cache warm), x {what}")
 
 

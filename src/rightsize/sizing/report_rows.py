@@ -117,7 +117,7 @@ def bench_table(result: dict[str, Any]) -> dict[str, Any]:
                      f"{b.get('tokens_per_input') or 0:,} x {b.get('inputs_per_record') or 0}"
                      f" = {b['tokens_per_record']:,}",
                      f"{b['flops_per_record'] / 1e9:,.1f} GFLOP", f"{rate} at batch "
-                     f"{b.get('best_batch')}", "-" if pre is None else f"{pre:,.0f}",
+                     f"{b.get('best_batch')}", "-" if pre is None else f"{pre:,.3g}",
                      f"{b['measured_on']} ({b['device']})"])
     return {"header": ["model", "encoder", "tokens per input x inputs = per record",
                        "FLOPs/record", "records/s", "preprocess records/s/core",
