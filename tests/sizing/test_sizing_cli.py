@@ -274,3 +274,23 @@ def test_console_script_exit_code(tmp_path: Path) -> None:
     assert proc.returncode == 2
     (line,) = proc.stderr.strip().splitlines()
     assert line.startswith("rightsize: error: sizing.records_per_s_per_gpu: retired")
+
+
+def test_sizing_gpu_naming_no_file_exits_2_and_a_zero_rate_file_exits_4(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 33 item 2, end to end: nothing written, one error line each."""
+    out = tmp_path / "sizing.json"
+    argv = _sizing_tree(tmp_path, gpu="H100")
+    good = bench_dict(device="cuda", gpu="NVIDIA A100-SXM4-80GB", records_per_s=500.0)
+    (tmp_path / "gpu" / "ecg-a100.json").write_text(json.dumps(good))
+    assert main([*argv, "--json", str(out)]) == 2
+    assert _one_error_line(capsys) == (
+        "rightsize: error: sizing.gpu: 'H100' names no committed GPU file (files seen: "
+        "ecg-a100.json (NVIDIA A100-SXM4-80GB)); set it to part of one's GPU name, or null")
+    argv = _sizing_tree(tmp_path)
+    zero = bench_dict(device="cuda", gpu="NVIDIA H100 80GB HBM3", records_per_s=0.0)
+    (tmp_path / "gpu" / "ecg-h100.json").write_text(json.dumps(zero))
+    assert main([*argv, "--json", str(out)]) == 4
+    assert "rightsize: error: ecg-h100.json: records_per_s must be a positive rate, got 0.0" \
+        in _one_error_line(capsys)
+    assert not out.exists()
