@@ -81,7 +81,7 @@ def test_the_bound_of_two_models_is_said_in_plain_words() -> None:
     assert "(not measured:" not in out["text"]["ask"] and "compute; compute" not in bound
     slow = _size(_cfg(ask={"scenario": "paired_cohort", "models": ["ecg", "echo"]}),
                  disk=disk_dict(write_bps=1e5))          # ECG writing 5,714 s > 1,000 s compute
-    assert slow["ask"]["cpu"]["bound"] == "writing for ecg, compute for echo"
+    assert slow["ask"]["cpu"]["bound"] == "ecg: writing; echo: compute"
 
 
 # 2. GPU files refused loudly, the estimate tied to a preset ---------------------------------

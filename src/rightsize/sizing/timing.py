@@ -125,14 +125,14 @@ def gpu_job(gpu_parts: dict[str, Part], k: int, cores_per_gpu: int) -> dict[str,
 
 def add_jobs(jobs: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """Several models (by name) run one after another on the same hardware: walls add; the
-    bound is each model's (``compute``, or ``compute for ecg, writing for echo``); the
+    bound is each model's (``compute``, or ``ecg: writing; echo: compute``); the
     unknown parts of every model are listed together."""
     unknown = [u for j in jobs.values() for u in j.get("unknown", [])]
     if any(j["wall_s_high"] is None for j in jobs.values()):
         return {"wall_s_low": None, "wall_s_high": None, "bound": None, "unknown": unknown}
     words = {m: bound_words(j) for m, j in jobs.items()}
     bound = (next(iter(words.values())) if len(set(words.values())) == 1
-             else ", ".join(f"{w} for {m}" for m, w in words.items()))
+             else "; ".join(f"{m}: {w}" for m, w in words.items()))
     out: dict[str, Any] = {"wall_s_low": sum(j["wall_s_low"] for j in jobs.values()),
                            "wall_s_high": sum(j["wall_s_high"] for j in jobs.values()),
                            "bound": bound, "unknown": unknown}
