@@ -80,3 +80,9 @@ class DataError(RightsizeError):
 class Terminated(BaseException):
     """SIGTERM arrived (a scheduler or ``timeout`` stopping the process): unwind like Ctrl-C,
     so temporary files are removed, then exit 143."""
+
+
+class MachineBusy(RightsizeError):
+    """The machine stayed loaded while a quiet one was required (``--require-quiet``)."""
+
+    exit_code = 5

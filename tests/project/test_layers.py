@@ -11,7 +11,7 @@ import pytest
 GROUND = {"rightsize", "rightsize.atomic", "rightsize.blas_kernel", "rightsize.console",
           "rightsize.errors", "rightsize.experiments", "rightsize.measure",
           "rightsize.output_set", "rightsize.params", "rightsize.probe_registry",
-          "rightsize.fmt", "rightsize.account_parts", "rightsize.cost_text"}
+          "rightsize.fmt", "rightsize.account_parts", "rightsize.cost_text", "rightsize.citations"}
 LIBRARIES = ("telemetry", "cohort", "probes", "encoders", "sizing", "extraction", "reporting")
 MAY_IMPORT = {                     # besides the ground modules and the package itself
     "telemetry": (),

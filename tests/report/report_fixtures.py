@@ -52,7 +52,7 @@ SIZING = {"models": {"ecg": {"layers_kept": 4, "keep": "tokens"}}, "dtype": "flo
           "scenarios": {"ecg_corpus": {"ecg": {"records": 1_000_000,
                                                "source": "MIMIC-IV-ECG v1.0 (PhysioNet)"}}},
           "ask": {"scenario": "ecg_corpus", "models": ["ecg"]},
-          "estimate": {"gpu": "NVIDIA A100", "peak_tflops": 312.0, "utilisation": [0.2, 0.5]},
+          "estimate": {"gpu": "A100 SXM", "utilisation": [0.2, 0.5]},
           "disk": {"path": ".", "quota": "500GB"}}
 DISK = {"path": ".", "free_bytes": 52_000_000_000, "where": "this machine's path",
         "write": {"format": "npy", "shards": 4, "shard_bytes": 64_000_000,

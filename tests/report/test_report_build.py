@@ -73,12 +73,14 @@ def test_report_opens_with_verdicts_carrying_measurements(full_build):
     # 500 GB quota. This CPU: 1M / 1.2 records/s + 1M / 200 preprocessing = 233 h > 24 h.
     # One GPU: compute 1.91e16 FLOP at 50-20 % of 312 TFLOP/s = 123-307 s, preprocessing
     # 1M / (200 x 8 cores) = 625 s, reading 120 GB at 1 GB/s = 120 s, writing 571 GB at
-    # 500 MB/s = 1,143 s: bound by writing, 19 min, 0.32 GPU-hours.
+    # 500 MB/s = 1,143 s: bound by writing, 19 min, 0.32 GPU-hours. The shards do not fit,
+    # so no option is offered (issue 33): the times are said as "were it to fit".
     sizing_line = next(line for line in verdict_block.splitlines() if "re-extraction" in line)
-    assert "1 GPU (NVIDIA A100, estimated; 8 CPU cores per GPU): 19 min wall-clock, 0.32 " \
-           "GPU-hours, 571 GB of float16 shards, bound by writing" in sizing_line
-    assert "this machine's 1 core (Intel(R) Xeon(R) CPU @ 2.20GHz, measured) would take 233 h, " \
-           "over the deadline" in sizing_line
+    assert "Does not fit: 571 GB of float16 shards exceed the space" in sizing_line
+    assert "No GPU needed" not in sizing_line
+    assert "this machine's 1 core (Intel(R) Xeon(R) CPU @ 2.20GHz, measured) would take 233 h" \
+        in sizing_line
+    assert "8 GPUs (A100 SXM, estimated; 8 CPU cores per GPU) would take 19 min" in sizing_line
     assert "ecg 1,000,000 ECG records, source: MIMIC-IV-ECG v1.0 (PhysioNet)" in sizing_line
     assert "fits the 52 GB free at .: NO" in sizing_line and "the 500 GB quota: NO" in sizing_line
     section = md.split("Re-extraction sizing: cheapest hardware first", 1)[1]
@@ -133,12 +135,16 @@ def test_probe_sections(full_build):
     sizing = probes.split("Re-extraction sizing: cheapest hardware first", 1)[1]
     assert "| ecg_corpus / ecg | 1,000,000 ECG records (MIMIC-IV-ECG v1.0 (PhysioNet)) | 233 h " \
            "(measured), bound by compute | 19 min, 2.54 GPU-h (estimated), bound by writing | " \
-           "1 GPU: 19 min, 0.32 GPU-h | 571 GB (4 x 143 GB, over the free space) | 1.14 TB |" \
-        in sizing
+           "none: the shards do not fit the disk | 571 GB (4 x 143 GB, over the free space) | " \
+           "1.14 TB |" in sizing
+    # the GPU-type table (issue 33): one row per preset, GPU-hours per k
+    assert "| GPU type (peak, memory; compute) | 1 GPU | 2 GPUs | 4 GPUs | 8 GPUs |" in sizing
+    assert "| H100 SXM (989 TF bf16 dense, 80 GB; estimated) |" in sizing
+    assert "| L4 (121 TF bf16 dense, 24 GB; estimated) |" in sizing
     assert "| paired_cohort / ecg | 1,173 ECG records (synthetic cohort: manifest) |" in sizing
     assert "| ecg | hubert_ecg base | 93 x 1 = 93 | 19.1 GFLOP | 1.2 at batch 4 | 200 | " \
            "Intel(R) Xeon(R) CPU" in sizing
-    assert "assumes bf16/fp16 tensor cores" in sizing
+    assert "assumes bf16 tensor cores" in sizing
     assert "the target machine's disk must be measured there" in sizing
     assert "| device | cpu |" in probes and "| torch | 2.13.0+cpu |" in probes
     assert "Across seeds" not in md          # only with --seeds-json

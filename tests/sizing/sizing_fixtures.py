@@ -105,7 +105,7 @@ SIZING_BLOCK: dict[str, Any] = {
     "ask": {"scenario": "paired_cohort", "models": ["ecg"]},
     "deadline_h": 24,
     "gpus": 8, "cpu_cores_per_gpu": 8, "gpu": None,
-    "estimate": {"gpu": "Test GPU", "peak_tflops": 100.0, "utilisation": [0.25, 0.5]},
+    "estimate": {"gpu": "A100 SXM", "utilisation": [0.25, 0.5]},
     "disk": {"path": ".", "quota": "2TB", "write_mb": 4, "shard_mb": 2, "format": "npy",
              "read_files": 5},
     "prices": {"gpu_hour": None, "cpu_core_hour": None},

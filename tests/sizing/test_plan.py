@@ -59,8 +59,8 @@ def test_ecg_row_by_hand() -> None:
     gpu = r["gpu"]
     flops = 1000 * b["flops_per_record"]
     assert gpu["gpus"] == 8 and gpu["cpu_cores_per_gpu"] == 8
-    assert gpu["parts"]["compute"]["low_s"] == pytest.approx(flops / (100e12 * 0.5) / 8)
-    assert gpu["parts"]["compute"]["high_s"] == pytest.approx(flops / (100e12 * 0.25) / 8)
+    assert gpu["parts"]["compute"]["low_s"] == pytest.approx(flops / (312e12 * 0.5) / 8)
+    assert gpu["parts"]["compute"]["high_s"] == pytest.approx(flops / (312e12 * 0.25) / 8)
     assert gpu["parts"]["compute"]["how"] == "estimated"
     assert gpu["parts"]["preprocessing"]["low_s"] == pytest.approx(1000 / (200 * 64))
     assert gpu["wall_s_high"] == pytest.approx(0.571392)                   # writing, overlapped
@@ -90,10 +90,10 @@ def test_cheapest_option_within_the_deadline(deadline_h: float, choice: str, k: 
     out = _size(_cfg(deadline_h=deadline_h))
     assert (out["ask"]["choice"], out["ask"]["gpus_chosen"]) == (choice, k)
     answer = out["text"]["answer"]
-    assert answer == {"cpu": "No GPU needed", "gpu": "1 GPU, 0.00017-0.00021 GPU-hours",
+    assert answer == {"cpu": "No GPU needed", "gpu": "1 GPU, 0.00017 GPU-hours",
                       "none": "Over the deadline"}[choice]
     if choice == "gpu":
-        assert "1 GPU (Test GPU, estimated; 8 CPU cores per GPU)" in out["text"]["ask"]
+        assert "1 GPU (A100 SXM, estimated; 8 CPU cores per GPU)" in out["text"]["ask"]
         assert "would take 16.7 min, over the deadline" in out["text"]["ask"]
 
 
@@ -107,8 +107,8 @@ def test_bound_names_reading_and_writing_where_they_are_slowest() -> None:
 
 
 def test_estimate_range_can_change_the_bound() -> None:
-    # writing 0.571 s; compute on 8 GPUs at 10 TFLOP/s x 10-90 %: 0.27-2.4 s
-    out = _size(_cfg(estimate={"gpu": "g", "peak_tflops": 10.0, "utilisation": [0.1, 0.9]}))
+    # writing 0.571 s; compute on 8 L4s (121 TFLOP/s) at 1-90 %: 0.022-2.0 s
+    out = _size(_cfg(estimate={"gpu": "L4", "utilisation": [0.01, 0.9]}))
     r = _row(out)
     assert r["gpu"]["bound_low"] == "writing" and r["gpu"]["bound_high"] == "compute"
     assert "bound by compute at the slow end, writing at the fast end" in \
@@ -124,7 +124,7 @@ def test_echo_published_geometry_pooled_per_clip_and_unmeasured_parts() -> None:
     assert echo["storage_bytes"] == 525_000 * 4096
     assert echo["source"] == SOURCES["echo"]
     assert echo["cpu"]["not_measured"] == ["preprocessing", "reading"]
-    assert "not measured: preprocessing, reading" in out["text"]["tables"][0]["rows"][-1][2]
+    assert "unknown: echo decoding, echo input reading" in out["text"]["tables"][0]["rows"][-1][2]
     wide = bench_dict("echojepa", "vitl", resolution=256)
     assert wide["tokens_per_input"] == 2048                              # 256 px selectable
 
@@ -150,10 +150,10 @@ def test_layers_table_and_notes_carry_the_caveats() -> None:
     assert layers[0][2] == "143 kB (93 x 768 x float16)"
     assert layers[1][1].startswith("a mean-pooled vector per clip of hidden state 24")
     joined = " ".join(text["notes"])
-    assert "assumes bf16/fp16 tensor cores" in joined and "float32" in joined
+    assert "assumes bf16 tensor cores" in joined and "float32" in joined
     assert "the target machine's disk must be measured there" in joined
     assert "1,568 tokens per clip" in joined and "echojepa_lvef.yaml" in joined
-    assert "first 5 s" in joined and "code/dataset.py" in joined
+    assert "first 5 s" in joined and "Edoar-do/HuBERT-ECG code/dataset.py@affe1f9" in joined
     assert "none committed, so GPU compute is estimated" in joined
 
 
@@ -239,13 +239,13 @@ def _scenario(**count: object) -> dict:
      r"^sizing\.scenarios\.x\.ekg: unknown model"),
     ({"models": {"ecg": {"layers_kept": 1, "keep": "mean"}}}, r"^sizing\.models\.ecg\.keep: "),
     ({"ask": {"scenario": "nope", "models": ["ecg"]}}, r"^sizing\.ask\.scenario: unknown"),
-    ({"estimate": {"gpu": "g", "peak_tflops": 1.0, "utilisation": [0.6, 0.2]}},
+    ({"estimate": {"gpu": "A100 SXM", "utilisation": [0.6, 0.2]}},
      r"^sizing\.estimate\.utilisation: "),
     ({"scenarios": {"paired_cohort": {"ecg": {"records": 5, "source": "s"}}}},
      r"^sizing\.scenarios\.paired_cohort: "),
     ({"deadline_h": 0}, r"^sizing\.deadline_h: must be a positive number of hours, got 0"),
     ({"deadline_h": -1.5}, r"^sizing\.deadline_h: "),
-    ({"prices": {"gpu_hour": -1.0}}, r"^sizing\.prices\.gpu_hour: must be >= 0 or null"),
+    ({"prices": {"gpu_hour": -1.0}}, r"^sizing\.prices\.gpu_hour: must be >= 0, null or a "),
     ({"prices": {"cpu_core_hour": -0.01}}, r"^sizing\.prices\.cpu_core_hour: must be >= 0"),
     ({"disk": {"path": ".", "format": "csv"}}, r"^sizing\.disk\.format: unknown shard format"),
     ({"disk": {"path": ".", "write_mb": 2, "shard_mb": 4}}, r"^sizing\.disk\.shard_mb: "),
@@ -284,3 +284,12 @@ def test_a_bare_count_is_an_error_naming_its_source_key() -> None:
     with pytest.raises(ParamsError, match=r"^sizing\.scenarios\.grown\.ecg\.source: missing "
                                           r"\(a count needs its source"):
         check_retired({**SIZING_BLOCK, "scenarios": {"grown": {"ecg": 12000}}})
+
+
+def test_write_bound_is_the_aggregate_over_the_whole_sample() -> None:
+    """Issue 33 item 8: one fast 64 MB shard must not set the write bound."""
+    disk = disk_dict(write_bps=1e9)
+    disk["write"].update(bytes_per_s_shard_min=5e8, bytes_per_s_shard_max=4e9)
+    w = _row(_size(disk=disk))["cpu"]["parts"]["writing"]
+    assert w["low_s"] == w["high_s"] == pytest.approx(571_392_000 / 1e9)
+    assert "aggregate over the whole sample" in w["note"]

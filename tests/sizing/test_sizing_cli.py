@@ -224,7 +224,7 @@ def _count(**c: object) -> dict:
      "sizing.scenarios.x.ekg: unknown model (known: ecg, echo)"),
     ({"deadline_h": 0}, "sizing.deadline_h: must be a positive number of hours, got 0"),
     ({"prices": {"gpu_hour": -2.0, "cpu_core_hour": None}},
-     "sizing.prices.gpu_hour: must be >= 0 or null, got -2.0"),
+     "sizing.prices.gpu_hour: must be >= 0, null or a price per GPU type, got -2.0"),
     ({"typo": 1}, "sizing.typo: unknown key"),
     ({"disk": {"path": "no/such/dir", "quota": "2TB"}}, "sizing.disk.path: no/such/dir is not "
                                                         "a directory"),
@@ -254,7 +254,8 @@ def test_repo_params_blocks_parse() -> None:
     raw = load_params(REPO / "params.yaml")
     sizing = parse(SizingConfig, raw["sizing"], "sizing")
     assert set(sizing.models) == {"ecg", "echo"}
-    assert set(sizing.scenarios) == {"recovered_cohort", "ecg_corpus", "echo_corpus"}
+    assert set(sizing.scenarios) == {"recovered_cohort", "recovered_cohort_all_ecgs",
+                                      "recovered_cohort_10s", "ecg_corpus", "echo_corpus"}
     assert sizing.scenarios["recovered_cohort"]["ecg"].records == 4103
     assert sizing.deadline_h == 24 and not sizing.prices.any_set
     bench = parse(EncoderBenchConfig, raw["encoder_bench"], "encoder_bench")
@@ -273,3 +274,23 @@ def test_console_script_exit_code(tmp_path: Path) -> None:
     assert proc.returncode == 2
     (line,) = proc.stderr.strip().splitlines()
     assert line.startswith("rightsize: error: sizing.records_per_s_per_gpu: retired")
+
+
+def test_sizing_gpu_naming_no_file_exits_2_and_a_zero_rate_file_exits_4(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 33 item 2, end to end: nothing written, one error line each."""
+    out = tmp_path / "sizing.json"
+    argv = _sizing_tree(tmp_path, gpu="H100")
+    good = bench_dict(device="cuda", gpu="NVIDIA A100-SXM4-80GB", records_per_s=500.0)
+    (tmp_path / "gpu" / "ecg-a100.json").write_text(json.dumps(good))
+    assert main([*argv, "--json", str(out)]) == 2
+    assert _one_error_line(capsys) == (
+        "rightsize: error: sizing.gpu: 'H100' names no committed GPU file (files seen: "
+        "ecg-a100.json (NVIDIA A100-SXM4-80GB)); set it to part of one's GPU name, or null")
+    argv = _sizing_tree(tmp_path)
+    zero = bench_dict(device="cuda", gpu="NVIDIA H100 80GB HBM3", records_per_s=0.0)
+    (tmp_path / "gpu" / "ecg-h100.json").write_text(json.dumps(zero))
+    assert main([*argv, "--json", str(out)]) == 4
+    assert "rightsize: error: ecg-h100.json: records_per_s must be a positive rate, got 0.0" \
+        in _one_error_line(capsys)
+    assert not out.exists()

@@ -55,6 +55,11 @@ def check_retired(block: dict, key: str = "sizing") -> None:
     for name, instead in RETIRED_KEYS.items():
         if name in block:
             raise ParamsError(f"{key}.{name}: retired (it was an asserted figure); {instead}")
+    estimate = block.get("estimate")
+    if isinstance(estimate, dict) and "peak_tflops" in estimate:
+        raise ParamsError(f"{key}.estimate.peak_tflops: retired (a free-text peak); the peak "
+                          f"comes from the preset named by {key}.estimate.gpu "
+                          f"(rightsize.sizing.gpu_types: A100 SXM, H100 SXM, L40S, L4)")
     scenarios = block.get("scenarios")
     if not isinstance(scenarios, dict):
         return
@@ -86,7 +91,8 @@ class EncoderModelConfig:
     ``batch_sizes`` count model inputs (ECG crops, echo clips), timed in ascending order;
     ``cpu_timing_layers`` times a truncated model of that depth on CPU (same input shape
     and width) and scales the time by the FLOP ratio to the full depth; ``null`` times the
-    full model. ``preprocess_records`` ECG files are written and preprocessed (0 = skip).
+    full model. ``preprocess_records`` ECG files are written and preprocessed, or echo
+    DICOM videos written and decoded (0 = skip).
     The geometry keys belong to one family each (:data:`GEOMETRY_KEYS`); unset, they take
     the family's default (:class:`~rightsize.encoders.models.EcgGeometry`: one 5 s crop;
     :class:`~rightsize.encoders.models.VideoGeometry`: EchoJEPA's 224 px, 16 frames, two
@@ -175,19 +181,30 @@ class ModelSizing:
 
 @dataclass(frozen=True)
 class GpuEstimate:
-    """The GPU assumed when no GPU measurement exists: a published peak and a utilisation range."""
+    """The GPU assumed when no GPU measurement exists: a preset type and a utilisation range.
+
+    ``gpu`` names a preset of :data:`~rightsize.sizing.gpu_types.GPU_TYPES`; its published
+    dense bf16 peak is the preset's, never free text.
+    """
 
     gpu: str
-    peak_tflops: float
     utilisation: tuple[float, float]
 
     def validate(self, key: str) -> None:
         """Raise ``ParamsError`` naming ``<key>.<field>`` for a bad value."""
-        require(math.isfinite(self.peak_tflops) and self.peak_tflops > 0,
-                f"{key}.peak_tflops", f"must be positive, got {self.peak_tflops!r}")
+        from rightsize.sizing.gpu_types import GPU_TYPES
+
+        require_one_of(self.gpu, list(GPU_TYPES), f"{key}.gpu", "GPU type")
         lo_hi = self.utilisation
         require(len(lo_hi) == 2 and 0 < lo_hi[0] <= lo_hi[1] <= 1, f"{key}.utilisation",
                 f"must be [low, high] with 0 < low <= high <= 1, got {list(lo_hi)}")
+
+    @property
+    def peak_tflops(self) -> float:
+        """The preset's published dense bf16 tensor-core peak."""
+        from rightsize.sizing.gpu_types import GPU_TYPES
+
+        return GPU_TYPES[self.gpu].bf16_dense_tflops
 
 
 @dataclass(frozen=True)
@@ -219,37 +236,68 @@ class DiskConfig:
 
 @dataclass(frozen=True)
 class ScenarioCount:
-    """Records of one model in one scenario and where that count comes from."""
+    """Records of one model in one scenario, where that count comes from, and the
+    assumption it rests on when it is not a plain count (said beside the row)."""
 
     records: int
     source: str
+    assumption: str | None = None
+    crops_per_record: int | None = None   # ECG only: size 5-s crops per record other than
+    #                                       the bench's (2 = the whole 10 s), scaled from it
 
     def validate(self, key: str) -> None:
         """Raise ``ParamsError`` naming ``<key>.<field>`` for a bad value."""
         require(_positive_int(self.records), f"{key}.records",
                 f"must be a positive integer, got {self.records!r}")
+        require(self.crops_per_record is None or _positive_int(self.crops_per_record),
+                f"{key}.crops_per_record",
+                f"must be a positive integer or null, got {self.crops_per_record!r}")
         require(bool(self.source.strip()), f"{key}.source",
                 "must cite where the count comes from, got an empty string")
 
 
 @dataclass(frozen=True)
 class Prices:
-    """The user's prices (any currency), ``null`` = not set: money is shown only when set."""
+    """The user's prices (any currency), ``null`` = not set: money is shown only when set.
 
-    gpu_hour: float | None = None
+    ``gpu_hour`` is one price for any GPU, or a price per GPU type
+    (``{H100 SXM: 4.0, L4: 0.8}``; a type left out has no money shown).
+    """
+
+    gpu_hour: Any = None          # a number, a {GPU type: price} mapping, or null
     cpu_core_hour: float | None = None
 
     def validate(self, key: str) -> None:
         """Raise ``ParamsError`` naming ``<key>.<field>`` for a bad value."""
-        for name in ("gpu_hour", "cpu_core_hour"):
-            value = getattr(self, name)
-            require(value is None or (math.isfinite(value) and value >= 0), f"{key}.{name}",
-                    f"must be >= 0 or null, got {value!r}")
+        from rightsize.sizing.gpu_types import GPU_TYPES
+
+        def ok(v: object) -> bool:
+            return v is None or (isinstance(v, int | float) and not isinstance(v, bool)
+                                 and math.isfinite(v) and v >= 0)
+
+        if isinstance(self.gpu_hour, dict):
+            for name, value in self.gpu_hour.items():
+                require_one_of(name, list(GPU_TYPES), f"{key}.gpu_hour", "GPU type")
+                require(ok(value), f"{key}.gpu_hour.{name}",
+                        f"must be >= 0 or null, got {value!r}")
+        else:
+            require(ok(self.gpu_hour), f"{key}.gpu_hour",
+                    f"must be >= 0, null or a price per GPU type, got {self.gpu_hour!r}")
+        require(ok(self.cpu_core_hour), f"{key}.cpu_core_hour",
+                f"must be >= 0 or null, got {self.cpu_core_hour!r}")
+
+    def gpu_hour_for(self, gpu_type: str) -> float | None:
+        """The price of one GPU-hour of ``gpu_type`` (``None``: not set)."""
+        if isinstance(self.gpu_hour, dict):
+            return self.gpu_hour.get(gpu_type)
+        return self.gpu_hour
 
     @property
     def any_set(self) -> bool:
         """Whether the user set at least one price."""
-        return self.gpu_hour is not None or self.cpu_core_hour is not None
+        gpu = (any(v is not None for v in self.gpu_hour.values())
+               if isinstance(self.gpu_hour, dict) else self.gpu_hour is not None)
+        return gpu or self.cpu_core_hour is not None
 
 
 @dataclass(frozen=True)
@@ -275,6 +323,8 @@ class SizingConfig:
     gpus: int = 8
     cpu_cores_per_gpu: int = 8
     gpu: str | None = None
+    margin: float = 1.5
+    gpu_types: tuple[str, ...] = ("A100 SXM", "H100 SXM", "L40S", "L4")
 
     def validate(self, key: str = "sizing") -> None:
         """Raise ``ParamsError`` naming ``<key>.<field>`` for a bad value."""
@@ -293,6 +343,14 @@ class SizingConfig:
             require_one_of(m, list(self.models), f"{key}.ask.models", "model")
         require(math.isfinite(self.deadline_h) and self.deadline_h > 0, f"{key}.deadline_h",
                 f"must be a positive number of hours, got {self.deadline_h!r}")
+        require(isinstance(self.margin, int | float) and math.isfinite(self.margin)
+                and self.margin >= 1, f"{key}.margin",
+                f"must be a number >= 1 (the deadline is met with this margin), "
+                f"got {self.margin!r}")
+        from rightsize.sizing.gpu_types import GPU_TYPES
+
+        for name in self.gpu_types:
+            require_one_of(name, list(GPU_TYPES), f"{key}.gpu_types", "GPU type")
         for name in ("gpus", "cpu_cores_per_gpu"):
             require(_positive_int(getattr(self, name)), f"{key}.{name}",
                     f"must be a positive integer, got {getattr(self, name)!r}")

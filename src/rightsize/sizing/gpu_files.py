@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rightsize.errors import ParamsError
+from rightsize.errors import DataError, ParamsError
 
 
 def mismatch(bench: dict[str, Any], gpu_file: dict[str, Any]) -> str | None:
@@ -27,6 +27,29 @@ def mismatch(bench: dict[str, Any], gpu_file: dict[str, Any]) -> str | None:
                  for k in sorted(set(mine) | set(theirs)) if mine.get(k) != theirs.get(k)]
         return "geometry differs: " + ", ".join(diffs)
     return None
+
+
+def check_gpu_files(files: dict[str, dict[str, Any]], want: str | None) -> None:
+    """Refuse GPU files that cannot be used, and a ``sizing.gpu`` that names none of them.
+
+    A GPU file without a positive ``records_per_s`` is ``DataError`` naming the file (exit
+    4): it was measured wrong, and listing it as used would hide that. ``sizing.gpu`` that
+    is in no committed file's GPU name is ``ParamsError`` naming the key and every file
+    seen (exit 2), never a silent fall back to the estimate.
+    """
+    for name, f in sorted(files.items()):
+        rate = f.get("records_per_s")
+        if str(f.get("device", "")).startswith("cuda") and not (
+                isinstance(rate, int | float) and not isinstance(rate, bool) and rate > 0
+                and rate != float("inf")):
+            raise DataError(f"{name}: records_per_s must be a positive rate, got {rate!r} "
+                            f"(a GPU file that measured nothing; measure it again or remove it)")
+    if want is not None and not any(want.lower() in _gpu_name(f).lower()
+                                    for f in files.values()):
+        seen = ", ".join(f"{n} ({_gpu_name(f) or 'no GPU name'})"
+                         for n, f in sorted(files.items())) or "none"
+        raise ParamsError(f"sizing.gpu: {want!r} names no committed GPU file (files seen: "
+                          f"{seen}); set it to part of one's GPU name, or null")
 
 
 def gpu_matches(bench: dict[str, Any], gpu_file: dict[str, Any]) -> bool:
@@ -55,7 +78,7 @@ def pick_gpu_file(model: str, bench: dict[str, Any], files: dict[str, dict[str, 
 
 def gpu_files_report(benches: dict[str, dict[str, Any]], files: dict[str, dict[str, Any]],
                      picked: dict[str, tuple[str | None, dict[str, Any] | None]],
-                     models: Any) -> list[dict[str, Any]]:
+                     models: Any, want: str | None = None) -> list[dict[str, Any]]:
     """One entry per GPU file: the model it is used for, or why it is not used."""
     used = {name: m for m, (name, _) in picked.items() if name is not None}
     out = []
@@ -66,9 +89,18 @@ def gpu_files_report(benches: dict[str, dict[str, Any]], files: dict[str, dict[s
             entry["status"] = f"used for {used[name]}"
         else:
             same = [m for m in models if benches[m].get("family") == f.get("family")]
-            reasons = [f"{m}: {mismatch(benches[m], f) or 'another file picked (sizing.gpu)'}"
+            named = want is None or want.lower() in _gpu_name(f).lower()
+            reasons = [f"{m}: {mismatch(benches[m], f) or _why_not(m, picked, named, want)}"
                        for m in same]
             entry["status"] = "not matching, not used: " + (
                 "; ".join(reasons) if reasons else f"no configured model is {f.get('family')}")
         out.append(entry)
     return out
+
+
+def _why_not(model: str, picked: dict[str, tuple[str | None, dict[str, Any] | None]],
+             named: bool, want: str | None) -> str:
+    if not named:
+        return f"its GPU is not the one sizing.gpu names ({want!r})"
+    other = picked.get(model, (None, None))[0]
+    return f"{other} used instead" if other else "not picked"

@@ -23,21 +23,17 @@ import logging
 from typing import Any
 
 from rightsize.errors import ParamsError
+from rightsize.sizing.ask import ask, fits, gpu_types
 from rightsize.sizing.config import PAIRED, ModelSizing, ScenarioCount, SizingConfig
-from rightsize.sizing.gpu_files import gpu_files_report, pick_gpu_file
-from rightsize.sizing.timing import Part, add_jobs, cheapest, cost, cpu_job, gpu_job, part_for
+from rightsize.sizing.gpu_files import check_gpu_files, gpu_files_report, pick_gpu_file
+from rightsize.sizing.summaries import before_after, bench_summary, where
+from rightsize.sizing.timing import Part, cheapest, cpu_job, gpu_job, part_for
 from rightsize.sizing.units import DTYPE_BYTES, parse_size
 
 log = logging.getLogger(__name__)
 
 HOUR = 3600.0
 MB = 1_000_000
-#: The retired calculator's job and asserted rates (params.yaml before issue 15), for the
-#: one side-by-side comparison: 1M ten-second ECGs at 50 tokens/s, 40 records/s per GPU.
-ASSERTED_BEFORE = {"records": 1_000_000, "tokens_per_record": 500, "records_per_s_per_gpu": 40.0,
-                   "hidden": 768, "layers_kept": 4, "dtype": "float16", "dtype_bytes": 2}
-
-
 def _rates(d: dict[str, Any], key: str) -> tuple[float | None, float | None]:
     """(slowest, fastest) of a measured rate and its spread (``<key>_min``/``<key>_max``)."""
     mid = d.get(key)
@@ -46,19 +42,16 @@ def _rates(d: dict[str, Any], key: str) -> tuple[float | None, float | None]:
     return float(d.get(f"{key}_min") or mid), float(d.get(f"{key}_max") or mid)
 
 
-def _where(bench: dict[str, Any]) -> str:
-    hw = bench.get("hardware", {})
-    return f"{hw.get('cpu', '?')}, {hw.get('threads', '?')} threads, torch {hw.get('torch', '?')}"
-
-
 def _io_parts(storage: int, input_bytes: int | None, disk: dict[str, Any]) -> dict[str, Part]:
     w, r = disk["write"], disk.get("read")
-    write = part_for("writing", storage,
-                     min(w["bytes_per_s_shard_min"], w["bytes_per_s"]),
-                     max(w["bytes_per_s_shard_max"], w["bytes_per_s"]), "measured",
-                     f"{w['bytes_per_s'] / MB:,.0f} MB/s writing {w['format']} float16 shards "
-                     f"of {w['shard_bytes'] / MB:,.0f} MB, fsync'd, at {disk['path']} on "
-                     f"this machine")
+    # The aggregate over the whole sample (every shard and the folder fsync'd), never the
+    # fastest single shard: a job writes all of its shards.
+    write = part_for("writing", storage, w["bytes_per_s"], w["bytes_per_s"], "measured",
+                     f"{w['bytes_per_s'] / MB:,.0f} MB/s writing "
+                     f"{w.get('array_bytes', w['shards'] * w['shard_bytes']) / MB:,.0f} MB "
+                     f"of {w['format']} float16 shards ({w['shards']} of "
+                     f"{w['shard_bytes'] / MB:,.0f} MB, each fsync'd), aggregate over the "
+                     f"whole sample, at {disk['path']} on this machine")
     if input_bytes is None:
         read = Part("reading", None, None, "not measured",
                     "input bytes per record not known (no input file measured)")
@@ -81,7 +74,7 @@ def _preprocessing(records: int, bench: dict[str, Any], cores: int, what: str) -
     lo, hi = _rates(pre, "records_per_s_per_core")
     return part_for("preprocessing", records, None if lo is None else lo * cores,
                     None if hi is None else hi * cores, "measured",
-                    f"{pre['records_per_s_per_core']:,.0f} records/s per core measured on "
+                    f"{pre['records_per_s_per_core']:,.3g} records/s per core measured on "
                     f"{bench['hardware'].get('cpu', '?')} (page cache warm), x {what}")
 
 
@@ -98,31 +91,49 @@ def job_parts(records: int, bench: dict[str, Any], cfg: SizingConfig, storage: i
     timing = bench.get("timing", {})
     how = "extrapolated" if timing.get("extrapolated") else "measured"
     note = (f"{bench.get('records_per_s') or 0:.3g} records/s at batch {bench.get('best_batch')} "
-            f"measured on {_where(bench)}")
+            f"measured on {where(bench)}")
     if timing.get("extrapolated"):
         note += f" ({timing.get('note')})"
     cpu = {"compute": part_for("compute", records, lo, hi, how, note),
            "preprocessing": _preprocessing(records, bench, threads,
                                            f"this machine's {threads} cores"), **io}
-    name, gfile = gpu
-    g_lo, g_hi = _rates(gfile, "records_per_s") if gfile else (None, None)
-    if g_lo is not None:
-        compute = part_for("compute", records, g_lo, g_hi, "measured",
-                           f"{gfile['records_per_s']:.4g} records/s per GPU measured on "
-                           f"{gfile['hardware'].get('gpu', 'a GPU')} ({name}, batch "
-                           f"{gfile.get('best_batch')}, {gfile.get('compute_dtype', '?')})")
-    else:
-        e = cfg.estimate
-        flops, peak = records * float(bench["flops_per_record"]), e.peak_tflops * 1e12
-        compute = Part("compute", flops / (peak * e.utilisation[1]),
-                       flops / (peak * e.utilisation[0]), "estimated",
-                       f"no GPU measurement: measured FLOPs at {e.utilisation[0]:.0%}-"
-                       f"{e.utilisation[1]:.0%} of {e.gpu}'s {e.peak_tflops:g} TFLOP/s "
-                       f"bf16/fp16 tensor-core peak")
+    compute = gpu_compute(records, bench, cfg.estimate.gpu, cfg.estimate.utilisation, gpu)
     per_gpu = {"compute": compute,
                "preprocessing": _preprocessing(records, bench, 1,
                                                f"{cfg.cpu_cores_per_gpu} cores per GPU"), **io}
     return cpu, per_gpu
+
+
+def gpu_compute(records: int, bench: dict[str, Any], gpu_type: str,
+                utilisation: tuple[float, float],
+                gpu: tuple[str | None, dict[str, Any] | None]) -> Part:
+    """One GPU's compute: the committed GPU file's measured rate when there is one, else the
+    measured FLOPs at ``utilisation`` of ``gpu_type``'s published dense bf16 peak."""
+    from rightsize.sizing.gpu_types import GPU_TYPES
+
+    name, gfile = gpu
+    g_lo, g_hi = _rates(gfile, "records_per_s") if gfile else (None, None)
+    if gfile is not None and g_lo is not None:
+        return part_for("compute", records, g_lo, g_hi, "measured",
+                        f"{gfile['records_per_s']:.4g} records/s per GPU measured on "
+                        f"{gfile['hardware'].get('gpu', 'a GPU')} ({name}, batch "
+                        f"{gfile.get('best_batch')}, {gfile.get('compute_dtype', '?')})")
+    t = GPU_TYPES[gpu_type]
+    flops, peak = records * float(bench["flops_per_record"]), t.bf16_dense_tflops * 1e12
+    return Part("compute", flops / (peak * utilisation[1]), flops / (peak * utilisation[0]),
+                "estimated", f"no GPU measurement: measured FLOPs at {utilisation[0]:.0%}-"
+                f"{utilisation[1]:.0%} of {t.name}'s {t.bf16_dense_tflops:g} TFLOP/s dense "
+                f"bf16 tensor-core peak ({t.source})")
+
+
+#: A part of a model's job in plain words, for "unknown: <part>".
+UNKNOWN_WORDS = {("echojepa", "preprocessing"): "decoding", ("echojepa", "reading"):
+                 "input reading", ("hubert_ecg", "reading"): "input reading"}
+
+
+def unknown_parts(model: str, family: str, job: dict[str, Any]) -> list[str]:
+    """The parts of ``job`` with no time, in plain words: ``echo decoding``."""
+    return [f"{model} {UNKNOWN_WORDS.get((family, p), p)}" for p in job["not_measured"]]
 
 
 def vectors_per_record(bench: dict[str, Any], ms: ModelSizing) -> int:
@@ -133,11 +144,43 @@ def vectors_per_record(bench: dict[str, Any], ms: ModelSizing) -> int:
     return int(bench.get("inputs_per_record") or 1)
 
 
+def scaled_bench(bench: dict[str, Any], crops: int, key: str) -> dict[str, Any]:
+    """An ECG bench re-sized to ``crops`` 5-s crops per record: every crop is one model
+    input of the same shape, so tokens, FLOPs and the time per record scale by the crop
+    ratio (compute and preprocessing labelled as scaled from the measured crop count)."""
+    if bench["family"] != "hubert_ecg":
+        raise ParamsError(f"{key}.crops_per_record: applies to ECG models only, not "
+                          f"{bench['family']}")
+    n = int(bench.get("inputs_per_record") or 1)
+    if crops == n:
+        return bench
+    r = crops / n
+    out = {**bench, "inputs_per_record": crops,
+           "tokens_per_record": int(bench["tokens_per_record"]) * crops // n,
+           "flops_per_record": float(bench["flops_per_record"]) * r,
+           "geometry": {**(bench.get("geometry") or {}), "crops_per_record": crops}}
+    for name in ("records_per_s", "records_per_s_min", "records_per_s_max"):
+        if isinstance(bench.get(name), int | float):
+            out[name] = bench[name] / r
+    out["timing"] = {**bench.get("timing", {}), "extrapolated": True,
+                     "note": f"scaled x{r:g} from the {n}-crop measurement"}
+    pre = bench.get("preprocess")
+    if isinstance(pre, dict):
+        out["preprocess"] = {**pre, **{k: pre[k] / r for k in (
+            "records_per_s_per_core", "records_per_s_per_core_min",
+            "records_per_s_per_core_max") if isinstance(pre.get(k), int | float)}}
+    return out
+
+
 def size_row(count: ScenarioCount, bench: dict[str, Any], cfg: SizingConfig, model: str,
              gpu: tuple[str | None, dict[str, Any] | None], disk: dict[str, Any]
              ) -> tuple[dict[str, Any], dict[int, dict[str, Any]]]:
     """One model in one scenario: the row's JSON, and its job on k = 1 .. ``sizing.gpus``
     GPUs (what the ask adds up)."""
+    if count.crops_per_record is not None:
+        bench = scaled_bench(bench, count.crops_per_record, f"sizing.scenarios.*.{model}")
+        if gpu[1] is not None and gpu[1].get("geometry") != bench.get("geometry"):
+            gpu = (None, None)
     records = count.records
     if records <= 0:
         raise ParamsError(f"sizing: {model} records must be > 0, got {records}")
@@ -154,10 +197,12 @@ def size_row(count: ScenarioCount, bench: dict[str, Any], cfg: SizingConfig, mod
     cpu_parts, gpu_parts = job_parts(records, bench, cfg, storage, gpu, disk)
     cpu = cpu_job(cpu_parts)
     by_k = {k: gpu_job(gpu_parts, k, cfg.cpu_cores_per_gpu) for k in range(1, cfg.gpus + 1)}
-    pick = cheapest(cpu, by_k, cfg.deadline_h)
+    for j in (cpu, *by_k.values()):
+        j["unknown"] = unknown_parts(model, bench["family"], j)
+    pick = cheapest(cpu, by_k, cfg.deadline_h, cfg.margin)
     pre = bench.get("preprocess") if isinstance(bench.get("preprocess"), dict) else {}
     row = {
-        "records": records, "source": count.source,
+        "records": records, "source": count.source, "assumption": count.assumption,
         "family": bench["family"], "inputs_per_record": n_in,
         "tokens_per_input": tpr // n_in, "tokens_per_record": tpr, "tokens": records * tpr,
         "keep": ms.keep, "layers_kept": ms.layers_kept, "hidden_states": states,
@@ -175,14 +220,9 @@ def size_row(count: ScenarioCount, bench: dict[str, Any], cfg: SizingConfig, mod
         "flops": records * float(bench["flops_per_record"]),
         "gpu_measured": gpu[1] is not None and gpu_parts["compute"].how == "measured",
         "cpu": cpu, "gpu": by_k[cfg.gpus],
-        "cheapest": {**pick, "option": cpu if pick["choice"] == "cpu" else by_k.get(pick["k"])},
+        "cheapest": {**pick, "option": cpu if pick["k"] is None else by_k.get(pick["k"])},
     }
     return row, by_k
-
-
-def _fits(storage: int, free: int | None, quota: int | None) -> dict[str, Any]:
-    return {"fits_free_space": None if free is None else storage <= free,
-            "fits_quota": None if quota is None else storage <= quota}
 
 
 def size_all(cfg: SizingConfig, benches: dict[str, dict[str, Any]],
@@ -199,6 +239,7 @@ def size_all(cfg: SizingConfig, benches: dict[str, dict[str, Any]],
         if model not in benches:
             raise ParamsError(f"sizing.models.{model}: no bench file for it "
                               f"(run the encoder_bench stage for {model})")
+    check_gpu_files(gpu_files, cfg.gpu)
     gpus = {m: pick_gpu_file(m, benches[m], gpu_files, cfg.gpu) for m in cfg.models}
     counts = {PAIRED: {m: c for m, c in paired.items() if m in cfg.models and c.records > 0},
               **cfg.scenarios}
@@ -211,12 +252,19 @@ def size_all(cfg: SizingConfig, benches: dict[str, dict[str, Any]],
         rows = {m: r for m, (r, _) in built.items()}
         jobs[name] = {m: by_k for m, (_, by_k) in built.items()}
         storage = sum(r["storage_bytes"] for r in rows.values())
+        disk_fit = fits(storage, free, quota)
+        if False in disk_fit.values():       # no option of a job whose shards do not fit
+            for r in rows.values():
+                r["cheapest"] = {"choice": "no_fit", "k": None, "option": None}
         scenarios[name] = {"models": rows, "storage_bytes": storage,
                            "manifest_bytes": sum(r["manifest_bytes"] for r in rows.values()),
-                           **_fits(storage, free, quota)}
+                           **disk_fit}
     hardware = _hardware(cfg, benches, gpus)
     result = {
-        "ask": _ask(cfg, scenarios, jobs, free, quota, hardware["cores"]),
+        "ask": ask(cfg, scenarios, jobs, free, quota, hardware["cores"]),
+        "gpu_types": gpu_types(cfg, scenarios, _type_parts(cfg, counts, benches, gpu_files,
+                                                            disk), free, quota),
+        "margin": cfg.margin,
         "scenarios": scenarios,
         "hardware": hardware,
         "deadline_h": cfg.deadline_h,
@@ -229,12 +277,47 @@ def size_all(cfg: SizingConfig, benches: dict[str, dict[str, Any]],
         "estimate": {"gpu": cfg.estimate.gpu, "peak_tflops": cfg.estimate.peak_tflops,
                      "utilisation_low": cfg.estimate.utilisation[0],
                      "utilisation_high": cfg.estimate.utilisation[1]},
-        "gpu_files": gpu_files_report(benches, gpu_files, gpus, cfg.models),
-        "benches": {m: _bench_summary(b) for m, b in benches.items() if m in cfg.models},
-        "asserted_vs_measured": _before_after(cfg, benches, gpus),
+        "gpu_files": gpu_files_report(benches, gpu_files, gpus, cfg.models, cfg.gpu),
+        "benches": {m: bench_summary(b) for m, b in benches.items() if m in cfg.models},
+        "asserted_vs_measured": before_after(cfg, benches, gpus, disk),
     }
     result["text"] = describe(result)
     return result
+
+
+def _type_parts(cfg: SizingConfig, counts: dict[str, dict[str, ScenarioCount]],
+                benches: dict[str, dict[str, Any]], gpu_files: dict[str, dict[str, Any]],
+                disk: dict[str, Any]) -> dict[str, dict[str, dict[str, Part]]]:
+    """One GPU's parts of each ask model's job per GPU type: a committed GPU file of that
+    type (same encoder and geometry) outranks the type's estimate."""
+    from rightsize.sizing.gpu_types import GPU_TYPES
+
+    out: dict[str, dict[str, dict[str, Part]]] = {}
+    per_model = counts[cfg.ask.scenario]
+    for name in cfg.gpu_types:
+        t = GPU_TYPES[name]
+        out[name] = {}
+        for m in (m for m in cfg.ask.models if m in per_model):
+            own = {f: g for f, g in gpu_files.items()
+                   if t.matches(str(g.get("hardware", {}).get("gpu", "")))}
+            pair = _first_match(m, benches[m], own)
+            records = per_model[m].records
+            ms = cfg.models[m]
+            storage = records * vectors_per_record(benches[m], ms) * \
+                int(benches[m]["hidden_size"]) * cfg.dtype_bytes * ms.layers_kept
+            _, parts = job_parts(records, benches[m], cfg, storage, (None, None), disk)
+            parts["compute"] = gpu_compute(records, benches[m], name, cfg.estimate.utilisation,
+                                           pair)
+            out[name][m] = parts
+    return out
+
+
+def _first_match(model: str, bench: dict[str, Any], files: dict[str, dict[str, Any]]
+                 ) -> tuple[str | None, dict[str, Any] | None]:
+    from rightsize.sizing.gpu_files import gpu_matches
+
+    hit = next(((n, f) for n, f in sorted(files.items()) if gpu_matches(bench, f)), None)
+    return hit if hit else (None, None)
 
 
 def _hardware(cfg: SizingConfig, benches: dict[str, dict[str, Any]],
@@ -244,80 +327,3 @@ def _hardware(cfg: SizingConfig, benches: dict[str, dict[str, Any]],
     measured = sorted({g[1]["hardware"].get("gpu", "a GPU") for g in gpus.values() if g[1]})
     return {"cpu": stamp.get("cpu", "?"), "cores": int(stamp.get("threads") or 1),
             "gpu": ", ".join(measured) or cfg.estimate.gpu, "gpu_measured": bool(measured)}
-
-
-def _ask(cfg: SizingConfig, scenarios: dict[str, Any],
-         jobs: dict[str, dict[str, dict[int, dict[str, Any]]]],
-         free: int | None, quota: int | None, cores: int) -> dict[str, Any]:
-    """The ask's models summed on the same hardware, and the cheapest option in time."""
-    rows = scenarios[cfg.ask.scenario]["models"]
-    models = [m for m in cfg.ask.models if m in rows]
-    if not models:
-        raise ParamsError(f"sizing.ask: scenario {cfg.ask.scenario} has no records for "
-                          f"{', '.join(cfg.ask.models)}")
-    per_model = jobs[cfg.ask.scenario]
-    cpu = add_jobs([rows[m]["cpu"] for m in models])
-    by_k = {k: add_jobs([per_model[m][k] for m in models]) for k in range(1, cfg.gpus + 1)}
-    pick = cheapest(cpu, by_k, cfg.deadline_h)
-    option = cpu if pick["choice"] == "cpu" else by_k.get(pick["k"])
-    storage = sum(rows[m]["storage_bytes"] for m in models)
-    return {
-        "scenario": cfg.ask.scenario, "models": models,
-        "records": {m: rows[m]["records"] for m in models},
-        "sources": {m: rows[m]["source"] for m in models},
-        "storage_bytes": storage,
-        "manifest_bytes": sum(rows[m]["manifest_bytes"] for m in models),
-        **_fits(storage, free, quota),
-        "choice": pick["choice"], "gpus_chosen": pick["k"], "option": option,
-        "cpu": cpu, "gpu": by_k[cfg.gpus],
-        "gpu_measured": all(rows[m]["gpu_measured"] for m in models),
-        "cost": None if option is None else cost(option, cfg.prices, cores),
-        "cpu_cost": cost(cpu, cfg.prices, cores),
-    }
-
-
-def _bench_summary(b: dict[str, Any]) -> dict[str, Any]:
-    pre = b.get("preprocess") or {}
-    return {"family": b["family"], "size": b["size"], "tokens_per_record": b["tokens_per_record"],
-            "tokens_per_input": b.get("tokens_per_input"),
-            "inputs_per_record": b.get("inputs_per_record"), "geometry": b.get("geometry"),
-            "hidden_size": b["hidden_size"], "hidden_states": b["hidden_states"],
-            "flops_per_record": b["flops_per_record"], "device": b["device"],
-            "records_per_s": b.get("records_per_s"), "best_batch": b.get("best_batch"),
-            "timing_extrapolated": bool(b.get("timing", {}).get("extrapolated")),
-            "preprocess_records_per_s_per_core": pre.get("records_per_s_per_core"),
-            "measured_on": _where(b) if not b.get("hardware", {}).get("gpu")
-            else f"{b['hardware']['gpu']}, torch {b['hardware'].get('torch', '?')}"}
-
-
-def _before_after(cfg: SizingConfig, benches: dict[str, dict[str, Any]],
-                  gpus: dict[str, tuple[str | None, dict[str, Any] | None]]) -> dict[str, Any]:
-    """The retired calculator's job sized the old way and from the ECG bench, side by side."""
-    ecg = next((m for m, b in benches.items() if b["family"] == "hubert_ecg"
-                and m in cfg.models), None)
-    a = ASSERTED_BEFORE
-    before = {"tokens_per_record": a["tokens_per_record"],
-              "storage_bytes": a["records"] * a["tokens_per_record"] * a["hidden"]
-              * a["layers_kept"] * a["dtype_bytes"],
-              "gpu_hours": a["records"] / a["records_per_s_per_gpu"] / HOUR}
-    out: dict[str, Any] = {"records": a["records"], "layers_kept": a["layers_kept"],
-                           "dtype": a["dtype"], "asserted": before}
-    if ecg is None:
-        return out
-    b = benches[ecg]
-    tpr, hidden = int(b["tokens_per_record"]), int(b["hidden_size"])
-    flops = a["records"] * float(b["flops_per_record"])
-    lo_u, hi_u = cfg.estimate.utilisation
-    peak = cfg.estimate.peak_tflops * 1e12
-    measured: dict[str, Any] = {
-        "model": ecg, "size": b["size"], "tokens_per_record": tpr,
-        "crops_per_record": b.get("inputs_per_record"),
-        "storage_bytes": a["records"] * tpr * hidden * a["layers_kept"] * a["dtype_bytes"],
-        "gpu_hours_low": flops / (peak * hi_u) / HOUR,
-        "gpu_hours_high": flops / (peak * lo_u) / HOUR, "gpu_measured": False}
-    rate = (gpus[ecg][1] or {}).get("records_per_s")
-    if isinstance(rate, int | float) and rate > 0:
-        measured.update(gpu_hours_low=a["records"] / rate / HOUR,
-                        gpu_hours_high=a["records"] / rate / HOUR, gpu_measured=True)
-    out["measured"] = measured
-    return out

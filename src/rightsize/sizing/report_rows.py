@@ -10,111 +10,36 @@ from __future__ import annotations
 
 from typing import Any
 
+from rightsize.sizing.ask_words import UNITS, ask_sentence
+from rightsize.sizing.geometry_words import geometry_notes
 from rightsize.sizing.units import format_bytes, format_duration, format_hours
-
-UNITS = {"hubert_ecg": "ECG records", "echojepa": "videos"}
-EXPECTED_VIDEO = {"frames": 16, "resolution": 224, "clips_per_record": 2}
-ECHOJEPA_SOURCE = "bowang-lab/EchoJEPA configs/eval/vitl/echojepa_lvef.yaml"
-HUBERT_SOURCE = "Edoar-do/HuBERT-ECG code/utils.py (ecg_preprocessing) and code/dataset.py"
-
-
-def _yes_no(v: bool | None) -> str:
-    return "-" if v is None else ("yes" if v else "NO")
-
-
-def _how(parts: list[dict[str, Any]]) -> str:
-    """measured / extrapolated / estimated for a set of compute parts (the weakest wins)."""
-    hows = {p["how"] for p in parts}
-    for word in ("not measured", "estimated", "extrapolated"):
-        if word in hows:
-            return word
-    return "measured"
 
 
 def bound_text(job: dict[str, Any]) -> str:
-    """The bound in words, with the parts that were not measured."""
+    """The bound in plain words, then the parts with no time (``unknown: echo decoding``)."""
     from rightsize.sizing.timing import bound_words
 
-    return bound_words(job) if "bound_low" in job else (job.get("bound") or "not determined")
-
-
-def _records(result: dict[str, Any], scenario: str, models: list[str]) -> str:
-    rows = result["scenarios"][scenario]["models"]
-    return "; ".join(f"{m} {rows[m]['records']:,} {UNITS.get(rows[m]['family'], 'records')}, "
-                     f"source: {rows[m]['source']}" for m in models)
-
-
-def _fits(result: dict[str, Any], block: dict[str, Any]) -> str:
-    disk, out = result["disk"], []
-    if block.get("fits_free_space") is not None:
-        out.append(f"fits the {format_bytes(disk['free_bytes'])} free at {disk['path']}: "
-                   f"{_yes_no(block['fits_free_space'])}")
-    if block.get("fits_quota") is not None:
-        out.append(f"the {format_bytes(disk['quota_bytes'])} quota: "
-                   f"{_yes_no(block['fits_quota'])}")
-    return "; ".join(out) or "no disk check"
-
-
-def _gpu_words(result: dict[str, Any], k: int, how: str) -> str:
-    hw = result["hardware"]
-    return (f"{k} GPU{'s' if k != 1 else ''} ({hw['gpu']}, {how}; "
-            f"{result['cpu_cores_per_gpu']} CPU cores per GPU)")
-
-
-def _cost(c: dict[str, Any] | None) -> str:
-    if not c:
-        return ""
-    span = format_hours(c["low"], c["high"])
-    return f"; at your prices (sizing.prices, not measured): {span} ({c['what']})"
-
-
-def ask_sentence(result: dict[str, Any]) -> tuple[str, str]:
-    """(short answer, sentence): the cheapest option within the deadline, then the rest."""
-    a, hw = result["ask"], result["hardware"]
-    rows = result["scenarios"][a["scenario"]]["models"]
-    models = a["models"]
-    cpu_how = _how([rows[m]["cpu"]["parts"]["compute"] for m in models])
-    gpu_how = _how([rows[m]["gpu"]["parts"]["compute"] for m in models])
-    dtype = rows[models[0]]["dtype"]
-    tail = (f"({a['scenario']}: {_records(result, a['scenario'], models)}; deadline "
-            f"{result['deadline_h']:g} h; {_fits(result, a)})")
-    shards = f"{format_bytes(a['storage_bytes'])} of {dtype} shards"
-    cpu, opt = a["cpu"], a["option"]
-    cores = f"{hw['cores']} core{'s' if hw['cores'] != 1 else ''}"
-    cpu_words = f"this machine's {cores} ({hw['cpu']}, {cpu_how})"
-    if a["choice"] == "cpu":
-        return ("No GPU needed",
-                f"No GPU needed: {format_duration(cpu['wall_s_low'], cpu['wall_s_high'])} on "
-                f"{cpu_words}, {shards}, bound by {cpu['bound']}{_cost(a['cost'])} {tail}.")
-    gpu_span = format_hours(opt["gpu_hours_low"], opt["gpu_hours_high"]) if opt else "-"
-    cpu_took = ("not measured" if cpu["wall_s_high"] is None
-                else format_duration(cpu["wall_s_low"], cpu["wall_s_high"]))
-    if a["choice"] == "gpu":
-        k = a["gpus_chosen"]
-        return (f"{k} GPU{'s' if k != 1 else ''}, {gpu_span} GPU-hours",
-                f"{_gpu_words(result, k, gpu_how)}: "
-                f"{format_duration(opt['wall_s_low'], opt['wall_s_high'])} wall-clock, "
-                f"{gpu_span} GPU-hours, {shards}, bound by {opt['bound']}{_cost(a['cost'])}; "
-                f"{cpu_words} would take {cpu_took}, over the deadline {tail}.")
-    fastest = a["gpu"]
-    return ("Over the deadline",
-            f"Nothing configured finishes within the {result['deadline_h']:g} h deadline: "
-            f"{cpu_words} take {cpu_took}; "
-            f"{_gpu_words(result, result['gpus'], gpu_how)} take "
-            f"{format_duration(fastest['wall_s_low'], fastest['wall_s_high'])} "
-            f"({format_hours(fastest['gpu_hours_low'], fastest['gpu_hours_high'])} "
-            f"GPU-hours), bound by {fastest['bound']}; {shards} {tail}.")
+    text = bound_words(job) if "bound_low" in job else (job.get("bound") or "not determined")
+    if job.get("unknown"):
+        text += f"; unknown: {', '.join(job['unknown'])}"
+    return text
 
 
 def _cheapest_cell(row: dict[str, Any], deadline_h: float) -> str:
     c = row["cheapest"]
     opt = c["option"]
+    if c["choice"] == "no_fit":
+        return "none: the shards do not fit the disk"
     if c["choice"] == "cpu":
         return f"CPU: {format_duration(opt['wall_s_low'], opt['wall_s_high'])}"
-    if c["choice"] == "gpu":
-        return (f"{c['k']} GPU{'s' if c['k'] != 1 else ''}: "
-                f"{format_duration(opt['wall_s_low'], opt['wall_s_high'])}, "
-                f"{format_hours(opt['gpu_hours_low'], opt['gpu_hours_high'])} GPU-h")
+    if c["choice"] in ("gpu", "unknown"):
+        where = "CPU" if c["k"] is None else f"{c['k']} GPU{'s' if c['k'] != 1 else ''}"
+        text = f"{where}: {format_duration(opt['wall_s_low'], opt['wall_s_high'])}"
+        if c["k"] is not None:
+            text += f", {format_hours(opt['gpu_hours_low'], opt['gpu_hours_high'])} GPU-h"
+        if c["choice"] == "unknown":
+            text += f" without the unknown {', '.join(opt.get('unknown') or [])}"
+        return text
     return f"none within {deadline_h:g} h"
 
 
@@ -128,7 +53,8 @@ def scenario_table(result: dict[str, Any]) -> dict[str, Any]:
             fits = "" if sc.get("fits_free_space") in (None, True) else ", over the free space"
             rows.append([
                 f"{name} / {model}",
-                f"{r['records']:,} {UNITS.get(r['family'], 'records')} ({r['source']})",
+                f"{r['records']:,} {UNITS.get(r['family'], 'records')} ({r['source']}"
+                + (f"; assumption: {r['assumption']})" if r.get("assumption") else ")"),
                 f"{format_duration(cpu['wall_s_low'], cpu['wall_s_high'])} "
                 f"({cpu['parts']['compute']['how']}), bound by {bound_text(cpu)}",
                 f"{format_duration(gpu['wall_s_low'], gpu['wall_s_high'])}, "
@@ -142,7 +68,8 @@ def scenario_table(result: dict[str, Any]) -> dict[str, Any]:
     header = ["scenario / model", "records (source)",
               f"this machine's CPU ({hw['cores']} cores)",
               f"{k} GPUs ({result['cpu_cores_per_gpu']} CPU cores per GPU)",
-              f"cheapest within {result['deadline_h']:g} h",
+              f"cheapest within {result['deadline_h']:g} h / {result.get('margin', 1):g} "
+              f"that fits",
               f"shards ({_dtype(result)}: layers x per layer)", "probe manifest (float32)"]
     return {"header": header, "rows": rows,
             "caption": "Wall-clock per scenario; the bound is the slowest of compute, "
@@ -190,13 +117,49 @@ def bench_table(result: dict[str, Any]) -> dict[str, Any]:
                      f"{b.get('tokens_per_input') or 0:,} x {b.get('inputs_per_record') or 0}"
                      f" = {b['tokens_per_record']:,}",
                      f"{b['flops_per_record'] / 1e9:,.1f} GFLOP", f"{rate} at batch "
-                     f"{b.get('best_batch')}", "-" if pre is None else f"{pre:,.0f}",
+                     f"{b.get('best_batch')}", "-" if pre is None else f"{pre:,.3g}",
                      f"{b['measured_on']} ({b['device']})"])
     return {"header": ["model", "encoder", "tokens per input x inputs = per record",
                        "FLOPs/record", "records/s", "preprocess records/s/core",
                        "measured on"], "rows": rows,
             "caption": "From metrics/encoders/<model>.json (random weights, shapes from the "
                        "model's real output)."}
+
+
+def gpu_type_table(result: dict[str, Any]) -> dict[str, Any] | None:
+    """The ask's job on each GPU type: wall-clock and GPU-hours per k, the fewest GPUs
+    within the deadline with its margin, and money when sizing.prices has that type."""
+    types = result.get("gpu_types") or []
+    if not types:
+        return None
+    ks = list(types[0]["by_k"])
+    rows = []
+    for t in types:
+        cells = [f"{t['type']} ({t['bf16_dense_tflops']:g} TF bf16 dense, {t['memory_gb']} GB; "
+                 f"{t['compute']})"]
+        for k in ks:
+            j = t["by_k"][k]
+            cells.append(f"{format_duration(j['wall_s_low'], j['wall_s_high'])}, "
+                         f"{format_hours(j['gpu_hours_low'], j['gpu_hours_high'])} GPU-h")
+        pick = (f"{t['k']} GPU{'s' if t['k'] != 1 else ''}" if t["k"] else
+                "none: the shards do not fit the disk" if t["choice"] == "no_fit" else
+                f"none within {result['deadline_h']:g} h / {result.get('margin', 1):g}")
+        if t["choice"] == "unknown" and t["k"]:
+            pick += " (unknown parts)"
+        if t.get("cost"):
+            pick += f"; {format_hours(t['cost']['low'], t['cost']['high'])} at your price"
+        cells.append(pick)
+        rows.append(cells)
+    a = result["ask"]
+    heads = [f"{k} GPU{'s' if k != '1' else ''}" for k in ks]
+    return {"header": ["GPU type (peak, memory; compute)", *heads, "fewest within the deadline"],
+            "rows": rows,
+            "caption": f"The ask ({a['scenario']}: {', '.join(a['models'])}) on each GPU type "
+                       f"(sizing.gpu_types): wall-clock and GPU-hours; compute measured where a "
+                       f"committed GPU file of that type matches, else estimated from the "
+                       f"measured FLOPs at sizing.estimate.utilisation of the type's published "
+                       f"dense bf16 peak. Sources: "
+                       + "; ".join(f"{t['type']}: {t['source']}" for t in types) + "."}
 
 
 def _crops(n: int | None) -> str:
@@ -216,40 +179,18 @@ def before_after_table(result: dict[str, Any]) -> dict[str, Any] | None:
                       f"{_crops(new.get('crops_per_record'))}, output shapes)"],
                      ["storage", format_bytes(old["storage_bytes"]),
                       format_bytes(new["storage_bytes"])],
-                     ["GPU-hours", format_hours(old["gpu_hours"]),
-                      format_hours(new["gpu_hours_low"], new["gpu_hours_high"]) + est]],
+                     ["GPU-hours (compute)", format_hours(old["gpu_hours"]),
+                      format_hours(new["gpu_hours_low"], new["gpu_hours_high"]) + est],
+                     ["writing the shards (one node)", "not counted",
+                      f"{format_duration(new['write_s'])} at "
+                      f"{new['write_bytes_per_s'] / 1e6:,.0f} MB/s (aggregate, measured here)"],
+                     ["GPU-hours on 1 GPU with the write bound",
+                      format_hours(old["gpu_hours"]) + " (no write bound)",
+                      format_hours(new["gpu_hours_with_write_low"],
+                                   new["gpu_hours_with_write_high"]) + est]],
             "caption": f"The retired calculator's job: {ba['records']:,} ECG records, "
                        f"{ba['layers_kept']} layers, {ba['dtype']}; the asserted side "
                        f"multiplied 50 tokens/s and 40 records/s per GPU."}
-
-
-def _geometry_notes(result: dict[str, Any]) -> list[str]:
-    out = []
-    for m, b in result["benches"].items():
-        g = b.get("geometry") or {}
-        if b["family"] == "hubert_ecg":
-            n = g.get("crops_per_record", b.get("inputs_per_record"))
-            which = ("the first 5 s of each 10-s record, the window HuBERT-ECG's embedding-dump "
-                     "path keeps (encode=True); crops_per_record: 2 sizes the whole record"
-                     if n == 1 else
-                     "the whole 10-s record; crops_per_record: 1 sizes the first 5 s, the "
-                     "window HuBERT-ECG's embedding-dump path keeps")
-            out.append(f"{m}: sized at {n} crop{'s' if n != 1 else ''} of 5 s per record, "
-                       f"{b.get('tokens_per_input')} tokens each: {which}. Preprocessing "
-                       f"band-passes, scales each lead to [-1, 1], crops, flattens the 12 "
-                       f"leads, then decimates, as {HUBERT_SOURCE} do; rightsize extract "
-                       f"runs the same function.")
-        elif b["family"] == "echojepa":
-            published = all(g.get(k) == v for k, v in EXPECTED_VIDEO.items())
-            geo = (f"{g.get('frames')} frames at {g.get('resolution')} px, tubelet "
-                   f"{g.get('tubelet', 2)}, patch {g.get('patch', 16)}: "
-                   f"{b.get('tokens_per_input'):,} tokens per clip (the model's output), "
-                   f"{g.get('clips_per_record')} clips per video")
-            out.append(f"{m}: {geo}; " + (f"EchoJEPA's published ViT-L evaluation geometry "
-                                          f"({ECHOJEPA_SOURCE})." if published else
-                                          f"not EchoJEPA's published evaluation geometry "
-                                          f"(224 px, 16 frames, 2 clips: {ECHOJEPA_SOURCE})."))
-    return out
 
 
 def notes(result: dict[str, Any]) -> list[str]:
@@ -258,8 +199,10 @@ def notes(result: dict[str, Any]) -> list[str]:
     w, r = disk["write"], disk.get("read")
     out = [
         f"Cheapest first: this machine's CPU when it finishes within sizing.deadline_h "
-        f"({result['deadline_h']:g} h), else the fewest GPUs that do (the fewest GPU-hours); "
-        f"estimate ranges are checked at their slow end.",
+        f"({result['deadline_h']:g} h) divided by sizing.margin ({result.get('margin', 1):g}x), "
+        f"else the fewest GPUs that do (the fewest GPU-hours); estimate ranges are checked "
+        f"at their slow end. An option qualifies only when every part of it was timed (a "
+        f"part with no time is said: unknown) and the shards fit the free space and quota.",
         f"This machine's CPU: the encoder rate at its best measured batch with all "
         f"{hw['cores']} threads (float32), preprocessing on the same cores (the times add), "
         f"reading and writing overlapping. On k GPUs: compute over k GPUs, preprocessing over "
@@ -270,8 +213,9 @@ def notes(result: dict[str, Any]) -> list[str]:
         out.append(f"GPU figures measured on {hw['gpu']} (see the GPU files below) in the "
                    f"dtype its file names; float32 would run several times slower.")
     else:
-        out.append(f"The GPU estimate assumes bf16/fp16 tensor cores: {est['peak_tflops']:g} "
-                   f"TFLOP/s is {est['gpu']}'s dense bf16/fp16 peak. In float32 the same "
+        out.append(f"The GPU estimate assumes bf16 tensor cores: {est['peak_tflops']:g} "
+                   f"TFLOP/s is {est['gpu']}'s published dense bf16 peak (the preset named by "
+                   f"sizing.estimate.gpu; every type: the GPU-type table). In float32 the same "
                    f"forward runs several times slower; run the re-extraction in bf16 or "
                    f"fp16, or multiply the GPU time accordingly.")
     read = ("" if r is None else
@@ -279,12 +223,13 @@ def notes(result: dict[str, Any]) -> list[str]:
             f"{r['file_bytes'] / 1000:,.0f} kB, page cache {r['page_cache']}")
     out.append(f"Disk measured at {disk['path']} on this machine: writing "
                f"{w['bytes_per_s'] / 1e6:,.0f} MB/s ({w['shards']} {w['format']} shards of "
-               f"{w['shard_bytes'] / 1e6:,.0f} MB of float16 token states, each fsync'd; "
-               f"per shard {w['bytes_per_s_shard_min'] / 1e6:,.0f}-"
+               f"{w['shard_bytes'] / 1e6:,.0f} MB of float16 token states, each fsync'd: the "
+               f"aggregate over the whole sample, which the write bound uses; single shards "
+               f"ran {w['bytes_per_s_shard_min'] / 1e6:,.0f}-"
                f"{w['bytes_per_s_shard_max'] / 1e6:,.0f} MB/s){read}. This is *this* "
                f"machine's path: the target machine's disk must be measured there (run "
                f"`rightsize sizing` on it).")
-    out += _geometry_notes(result)
+    out += geometry_notes(result["benches"])
     files = result.get("gpu_files") or []
     out.append("GPU files (measurements/gpu): " + ("; ".join(
         f"{f['file']}: {f['status']}" for f in files) if files else
@@ -303,9 +248,9 @@ def describe(result: dict[str, Any]) -> dict[str, Any]:
     """The words for ``result``: answer, ask sentence, tables (in order) and notes."""
     answer, sentence = ask_sentence(result)
     tables = [scenario_table(result), layers_table(result), bench_table(result)]
-    before = before_after_table(result)
-    if before is not None:
-        tables.append(before)
+    for extra in (gpu_type_table(result), before_after_table(result)):
+        if extra is not None:
+            tables.append(extra)
     return {"answer": answer, "ask": sentence, "tables": tables, "notes": notes(result)}
 
 

@@ -13,10 +13,14 @@ that were not measured have no time and are listed as such; they never silently 
   ``wall = max(compute / k, preprocessing / (k x cores per GPU), reading, writing)``;
   the GPU-hours reserved are ``k x wall``.
 
+Parts with no time (``unknown``: e.g. echo decoding) never count 0 in a choice: an option
+that meets the deadline only because of them is ``unknown``, never "No GPU needed".
+
 The bound is the part that takes longest. For an estimate range (``low``/``high``) both
-ends are computed; the deadline is checked at the slow end. :func:`cheapest` picks the
-CPU when it meets the deadline, else the fewest GPUs that do (``k x wall`` never falls as
-k grows, so that is also the fewest GPU-hours and, at fixed prices, the lowest cost).
+ends are computed; the deadline is checked at the slow end times ``sizing.margin``.
+:func:`cheapest` picks the CPU when it meets the deadline, else the fewest GPUs that do
+(``k x wall`` never falls as k grows, so that is also the fewest GPU-hours and, at fixed
+prices, the lowest cost).
 """
 
 from __future__ import annotations
@@ -93,14 +97,12 @@ def job(parts: dict[str, Part], shared_cores: bool) -> dict[str, Any]:
 
 
 def bound_words(j: dict[str, Any]) -> str:
-    """``writing``; ``compute at the slow end, writing at the fast end``; + what is unmeasured."""
+    """The bound in plain words: ``writing``; ``compute at the slow end, writing at the fast
+    end``. Parts with no time are said apart (``unknown: echo decoding``), never here."""
     if j["bound"] is None:
         return "not determined (compute not measured)"
     low, high = j["bound_low"], j["bound_high"]
-    text = high if low == high else f"{high} at the slow end, {low} at the fast end"
-    if j["not_measured"]:
-        text += f" (not measured: {', '.join(j['not_measured'])})"
-    return text
+    return high if low == high else f"{high} at the slow end, {low} at the fast end"
 
 
 def cpu_job(parts: dict[str, Part]) -> dict[str, Any]:
@@ -121,40 +123,60 @@ def gpu_job(gpu_parts: dict[str, Part], k: int, cores_per_gpu: int) -> dict[str,
     return out
 
 
-def add_jobs(jobs: list[dict[str, Any]]) -> dict[str, Any]:
-    """Several models run one after another on the same hardware: walls add, bounds listed."""
-    if any(j["wall_s_high"] is None for j in jobs):
-        return {"wall_s_low": None, "wall_s_high": None, "bound": None}
-    out: dict[str, Any] = {"wall_s_low": sum(j["wall_s_low"] for j in jobs),
-                           "wall_s_high": sum(j["wall_s_high"] for j in jobs),
-                           "bound": "; ".join(bound_words(j) for j in jobs)}
-    if "gpus" in jobs[0]:
-        k = jobs[0]["gpus"]
-        out.update(gpus=k, cpu_cores_per_gpu=jobs[0]["cpu_cores_per_gpu"],
+def add_jobs(jobs: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Several models (by name) run one after another on the same hardware: walls add; the
+    bound is each model's (``compute``, or ``ecg: writing; echo: compute``); the
+    unknown parts of every model are listed together."""
+    unknown = [u for j in jobs.values() for u in j.get("unknown", [])]
+    if any(j["wall_s_high"] is None for j in jobs.values()):
+        return {"wall_s_low": None, "wall_s_high": None, "bound": None, "unknown": unknown}
+    words = {m: bound_words(j) for m, j in jobs.items()}
+    bound = (next(iter(words.values())) if len(set(words.values())) == 1
+             else "; ".join(f"{m}: {w}" for m, w in words.items()))
+    out: dict[str, Any] = {"wall_s_low": sum(j["wall_s_low"] for j in jobs.values()),
+                           "wall_s_high": sum(j["wall_s_high"] for j in jobs.values()),
+                           "bound": bound, "unknown": unknown}
+    first = next(iter(jobs.values()))
+    if "gpus" in first:
+        k = first["gpus"]
+        out.update(gpus=k, cpu_cores_per_gpu=first["cpu_cores_per_gpu"],
                    gpu_hours_low=k * out["wall_s_low"] / HOUR,
                    gpu_hours_high=k * out["wall_s_high"] / HOUR)
     return out
 
 
 def cheapest(cpu: dict[str, Any], gpu_by_k: dict[int, dict[str, Any]],
-             deadline_h: float) -> dict[str, Any]:
-    """The option a person should take: ``{"choice": "cpu" | "gpu" | "none", "k": ...}``.
+             deadline_h: float, margin: float = 1.0) -> dict[str, Any]:
+    """The option a person should take: ``{"choice": "cpu" | "gpu" | "unknown" | "none",
+    "k": ...}``.
 
-    The CPU in hand when its (slow-end) wall-clock meets the deadline; else the fewest GPUs
-    whose slow-end wall-clock does (the fewest GPU-hours); else none, with the fastest
-    configuration (all K GPUs) named.
+    An option qualifies when its slow-end wall-clock times ``margin`` meets the deadline
+    and every part of it was timed. The CPU in hand when it qualifies; else the fewest
+    GPUs that do (the fewest GPU-hours); else, when an option meets the deadline only
+    because a part has no time, ``unknown`` (that option: the CPU, ``k`` None, or the
+    fewest GPUs): nothing may be claimed until the part is measured; else none, with the
+    fastest configuration (all K GPUs) named.
     """
-    limit = deadline_h * HOUR
-    if cpu.get("wall_s_high") is not None and cpu["wall_s_high"] <= limit:
+    limit = deadline_h * HOUR / margin
+
+    def in_time(j: dict[str, Any]) -> bool:
+        return j.get("wall_s_high") is not None and j["wall_s_high"] <= limit
+
+    if in_time(cpu) and not cpu.get("unknown"):
         return {"choice": "cpu", "k": None}
-    fits = [k for k, j in sorted(gpu_by_k.items())
-            if j["wall_s_high"] is not None and j["wall_s_high"] <= limit]
+    fits = [k for k, j in sorted(gpu_by_k.items()) if in_time(j) and not j.get("unknown")]
     if fits:                     # k x wall never falls as k grows: the fewest GPUs win
         return {"choice": "gpu", "k": fits[0]}
+    if in_time(cpu):
+        return {"choice": "unknown", "k": None}
+    timed = [k for k, j in sorted(gpu_by_k.items()) if in_time(j)]
+    if timed:
+        return {"choice": "unknown", "k": timed[0]}
     return {"choice": "none", "k": max(gpu_by_k) if gpu_by_k else None}
 
 
-def cost(option: dict[str, Any], prices: Any, cores: int) -> dict[str, Any] | None:
+def cost(option: dict[str, Any], prices: Any, cores: int,
+         gpu_type: str | None = None) -> dict[str, Any] | None:
     """Money at the user's prices (``None`` when the prices it needs are not set).
 
     CPU: cores x wall-hours x ``cpu_core_hour``. GPUs: GPU-hours x ``gpu_hour`` plus, when
@@ -169,12 +191,13 @@ def cost(option: dict[str, Any], prices: Any, cores: int) -> dict[str, Any] | No
         return {"low": cores * lo_h * prices.cpu_core_hour,
                 "high": cores * hi_h * prices.cpu_core_hour,
                 "what": f"{cores} cores x wall-hours x cpu_core_hour {prices.cpu_core_hour:g}"}
-    if prices.gpu_hour is None:
+    gpu_hour = prices.gpu_hour_for(gpu_type) if gpu_type else prices.gpu_hour
+    if not isinstance(gpu_hour, int | float):
         return None
     k, cpg = option["gpus"], option["cpu_cores_per_gpu"]
-    per_hour = k * prices.gpu_hour + (k * cpg * prices.cpu_core_hour
-                                      if prices.cpu_core_hour is not None else 0.0)
-    what = f"{k} GPUs x gpu_hour {prices.gpu_hour:g}"
+    per_hour = k * gpu_hour + (k * cpg * prices.cpu_core_hour
+                               if prices.cpu_core_hour is not None else 0.0)
+    what = f"{k} {gpu_type or 'GPU'}{'s' if k != 1 else ''} x gpu_hour {gpu_hour:g}"
     if prices.cpu_core_hour is not None:
         what += f" + {k * cpg} cores x cpu_core_hour {prices.cpu_core_hour:g}"
     return {"low": lo_h * per_hour, "high": hi_h * per_hour, "what": what + " per wall-hour"}

@@ -50,6 +50,12 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--repeats", default=None, help="timed forwards per batch size (>= 3)")
     p.add_argument("--full-depth", action="store_true",
                    help="time the full model on CPU too (ignore cpu_timing_layers)")
+    p.add_argument("--require-quiet", nargs="?", type=float, const=300.0, default=None,
+                   metavar="SECONDS",
+                   help="before the CPU timings wait up to SECONDS (default 300) for the "
+                        "1-minute load average to fall to half the cores, and keep no timing "
+                        "taken above it: exit 5 instead. Without it a loaded machine is "
+                        "recorded and said ('measured under load L: may be slow'), exit 0")
     headline.add_argument(p, "tokens and FLOPs per record, records/s")
     p.set_defaults(func=run_bench_encoder)
 
@@ -115,11 +121,19 @@ def run_bench_encoder(args: argparse.Namespace) -> int:
     torch.set_num_threads(threads)
     geometry = model.geometry()
     spec = make_spec(model.family, model.size, geometry, key)
+    from rightsize.sizing import load as cpu_load
+
+    cpu = cfg.device == "cpu"
+    loads = cpu_load.LoadLog(os.cpu_count() or 1, reader=cpu_load.read_load)
+    if cpu and args.require_quiet is not None:
+        console.info(f"{args.model}: waiting for a quiet machine (load <= "
+                     f"{cpu_load.quiet_limit(loads.cores):g})")
+        cpu_load.wait_for_quiet(loads.cores, args.require_quiet, reader=cpu_load.read_load)
     start = time.perf_counter()
     result: dict[str, Any] = {"model": args.model}
-    result.update(bench_encoder(
+    result.update(loads.around("the encoder timing", lambda: bench_encoder(
         spec, cfg.device, model.batch_sizes, cfg.repeats, cfg.warmup, cfg.compute_dtype,
-        model.cpu_timing_layers, on_step=lambda s: console.info(f"{args.model}: {s}")))
+        model.cpu_timing_layers, on_step=lambda s: console.info(f"{args.model}: {s}"))))
     measured = ["tokens per layer (output shapes)", "FLOPs (flop_counter)",
                 f"records/s and peak memory on {cfg.device}"]
     not_measured = []
@@ -127,13 +141,29 @@ def run_bench_encoder(args: argparse.Namespace) -> int:
         not_measured.append(f"full-depth timing on {cfg.device} ({result['timing']['note']})")
     if model.family == "hubert_ecg" and model.preprocess_records > 0:
         console.info(f"{args.model}: preprocessing {model.preprocess_records} records")
-        result["preprocess"] = bench_preprocess(geometry, model.preprocess_records,
-                                                cfg.repeats)
+        result["preprocess"] = loads.around("the preprocessing timing", lambda: bench_preprocess(
+            geometry, model.preprocess_records, cfg.repeats))
         measured.append("preprocessing records/s per CPU core (page cache warm)")
+    elif model.family == "echojepa" and model.preprocess_records > 0:
+        from rightsize.encoders.echo_decode import bench_decode
+
+        console.info(f"{args.model}: decoding {model.preprocess_records} DICOM videos")
+        result["preprocess"] = loads.around("the decoding timing", lambda: bench_decode(
+            geometry, model.preprocess_records, cfg.repeats))
+        measured.append("video decoding records/s per CPU core (synthetic DICOM, page cache "
+                        "warm)")
     else:
         result["preprocess"] = None
-        not_measured.append("preprocessing (video decode)" if model.family == "echojepa"
-                            else "preprocessing (preprocess_records: 0)")
+        not_measured.append(f"{'video decoding' if model.family == 'echojepa' else 'preprocessing'}"
+                            f" (preprocess_records: 0)")
+    if cpu or result.get("preprocess"):
+        result["load"] = loads.as_dict()
+        if args.require_quiet is not None:
+            loads.require_quiet()
+        elif loads.loaded:
+            console.warn(f"{args.model}: measured under load {loads.as_dict()['max']:.2f} "
+                         f"(above half of {loads.cores} cores): the CPU timings may be slow; "
+                         f"--require-quiet waits for a quiet machine")
     result["measured"] = "; ".join(measured)
     result["not_measured"] = "; ".join(not_measured) or "nothing"
     result["wall_s"] = time.perf_counter() - start

@@ -143,6 +143,9 @@ def run_sizing(args: argparse.Namespace) -> int:
     gpu_dir = Path(args.gpu_dir)
     gpu_files = {p.name: _read_json(p) for p in sorted(gpu_dir.glob("*.json"))} \
         if gpu_dir.is_dir() else {}
+    from rightsize.sizing.gpu_files import check_gpu_files
+
+    check_gpu_files(gpu_files, cfg.gpu)          # before the disk is measured: fail fast
     paired = paired_counts(Path(args.manifest), benches)
     input_bytes = next((b["preprocess"]["record_file_bytes"] for b in benches.values()
                         if isinstance(b.get("preprocess"), dict)
