@@ -31,6 +31,7 @@ VERB_MODULES = (
     "rightsize.verbs.cohort",
     "rightsize.verbs.probes",
     "rightsize.verbs.token_cost",
+    "rightsize.verbs.ceiling",
     "rightsize.verbs.sizing",
     "rightsize.verbs.bench",
     "rightsize.verbs.experiments",

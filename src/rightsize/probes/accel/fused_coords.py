@@ -156,7 +156,7 @@ def fuse_encoded(m: nn.Module, echo: torch.Tensor, clip_mask: torch.Tensor,
     if ecg.dim() == 3:          # echo -> [null, N tokens]: a softmax per clip and head
         mq, bq, _ = clip_map(e2g.q)
         att_e, w_e = _echo_to_tokens(e2g, x_e, mq, bq, c_g, a_g, m.ecg_proj.bias, g, n_g,
-                                     has_ecg, scale)
+                                     has_ecg, scale * e2g.scale if e2g.scale != 1.0 else scale)
         c_g, g = c_g.mean(dim=1), g.mean(dim=1)                     # the ECG->echo query
     else:                       # echo -> [null, ECG]: a sigmoid of the score difference
         k_g, k_null = project(e2g.k, c_g, a_g, m.ecg_proj.bias, g, n_g)
@@ -260,6 +260,7 @@ def _hand_step(model: nn.Module, batch: dict[str, torch.Tensor], y: torch.Tensor
 
 
 KNOWS = frozenset(("epochs", "fusion_dim", "heads", "hidden", "dropout", "modality_dropout"))
+# fused_tokens also takes the echo->ECG score multiplier (train.fused.attn_scale)
 POOLED = Accelerator(
     name="fused_pooled",
     precondition="fused probe with one ECG token per subject (pooled) and one fusion block",
@@ -268,5 +269,5 @@ POOLED = Accelerator(
 TOKENS = Accelerator(
     name="fused_tokens",
     precondition="fused probe with N > 1 ECG tokens per subject and one fusion block",
-    knows=KNOWS, applies=lambda facts: facts.get("ecg_tokens", 1) > 1,
+    knows=KNOWS | {"attn_scale"}, applies=lambda facts: facts.get("ecg_tokens", 1) > 1,
     trainer=_lockstep(coords_loss_backward), forward=fast_forward, attend=fast_attend)
