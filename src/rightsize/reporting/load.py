@@ -60,6 +60,7 @@ class ReportInputs:
     cohort: Source
     seeds: Source | None = None
     token_cost: Source = Source(Path("metrics/token_cost.json"))
+    ceiling: Source = Source(Path("metrics/eval/fused_ceiling.json"))   # planted-token oracle
 
     def statuses(self) -> dict[str, str]:
         """``{display path: status}`` for every file looked at."""
@@ -69,7 +70,8 @@ class ReportInputs:
         for group in groups:
             for src in group.values():
                 out[str(src.path)] = src.status
-        for src in (self.footprint, self.sizing, self.cohort, self.seeds, self.token_cost):
+        for src in (self.footprint, self.sizing, self.cohort, self.seeds, self.token_cost,
+                    self.ceiling):
             if src is not None:
                 out[str(src.path)] = src.status
         return out
@@ -188,6 +190,7 @@ def load_inputs(metrics_dir: Path, runs: tuple[str, ...] | None, probes: tuple[s
         cohort=js("cohort.json"),
         seeds=seeds,
         token_cost=js("token_cost.json"),
+        ceiling=js("eval/fused_ceiling.json"),
     )
     log.debug("report inputs: %s", inputs.statuses())
     return inputs
