@@ -7,6 +7,7 @@ import dataclasses
 from typing import Any
 
 from rightsize import console
+from rightsize.verbs import headline
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -27,6 +28,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--params", default="params.yaml",
                    help="params file: cohort, token_cost, train.pca_rank (default: params.yaml)")
     p.add_argument("--json", required=True, help="metrics JSON to write ('-' prints it)")
+    headline.add_argument(p, "the largest count's oracle top-1, posterior weight and test MAE")
     p.set_defaults(func=run_ceiling)
 
 
@@ -48,7 +50,7 @@ def run_ceiling(args: argparse.Namespace) -> int:
     cohort = load_block(args.params, "cohort", CohortConfig)
     train = load_block(args.params, "train", TrainConfig)
     tc = parse(TokenCostConfig, load_params(args.params).get("token_cost") or {}, "token_cost")
-    check_writable(args.json)
+    check_writable(args.json, args.headline)
     out: dict[str, Any] = {"pca_rank": train.pca_rank,
                            "counts": counts(tc.tokens, int(cohort.ecg_tokens or 1))}
     for n in out["counts"]:
@@ -60,5 +62,12 @@ def run_ceiling(args: argparse.Namespace) -> int:
         console.info(f"{n} ECG tokens: oracle top-1 {clip['top1']:.3f}, posterior "
                      f"{clip['posterior']:.3f}, test MAE {mae['oracle']:.2f} (no token "
                      f"{mae['no_token']:.2f})")
+    if out["counts"]:
+        top = out[f"tokens_{out['counts'][-1]}"]
+        out["max_tokens"] = {"ecg_tokens": top["ecg_tokens"],
+                             **{k: top["probe_input"]["clip"][k] for k in ("top1", "posterior")},
+                             "oracle_test_mae": top["test_mae"]["oracle"]}
     console.emit_json(args.json, out)
+    if args.headline:
+        headline.write(args.headline, headline.headline("planted_ceiling", planted_ceiling=out))
     return 0
