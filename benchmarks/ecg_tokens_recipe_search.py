@@ -16,7 +16,9 @@ initialised at S) and trains with ``train.accelerate: false``.
     rightsize cohort --params p93.yaml --out c93/manifest.parquet --truth c93/truth.parquet
     OMP_NUM_THREADS=1 python benchmarks/ecg_tokens_recipe_search.py --cohort c93 \\
         --attn-scale 4 --tag as4 --log benchmarks/results/ecg_tokens_recipe.jsonl
-    python benchmarks/ecg_tokens_recipe_search.py --table benchmarks/results/ecg_tokens_recipe.jsonl
+    python benchmarks/ecg_tokens_recipe_search.py \\
+        --table benchmarks/results/ecg_tokens_recipe.jsonl \\
+        --out benchmarks/results/ecg_tokens_recipe.md --notes notes.md
 """
 
 from __future__ import annotations
@@ -99,16 +101,18 @@ def run(a: argparse.Namespace) -> None:
 def table(log: Path) -> str:
     """The log as a markdown table, one row per replica, in the order tried."""
     rows = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
-    out = ["| # | tag | N | train subjects | probe | changed | seed | epochs | accelerator | "
-           "best epoch | val MAE | test MAE | best head on t* | uniform | s/replica |",
-           "|---:|---|---:|---:|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|"]
+    out = ["| # | tag | cohort | N | train subjects | probe | changed | seed | epochs | "
+           "accelerator | best epoch | val MAE | test MAE | best head on t* | uniform | "
+           "s/replica |",
+           "|---:|---|---|---:|---:|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|"]
     for i, r in enumerate(rows, 1):
         changed = [f"{k}={r[k]}" for k, d in (("lr", 0.001), ("wd", 0.0001), ("bs", 64),
                                                ("attn_scale", 1.0), ("qknorm", 0.0))
                    if r.get(k, d) != d] + list(r.get("set") or [])
         head = "—" if r.get("best_head") is None else f"{r['best_head']:.4f}"
         uni = "—" if r.get("uniform") is None else f"{r['uniform']:.4f}"
-        out.append(f"| {i} | {r['tag']} | {r['n']} | {r.get('n_train', 829)} | {r['probe']} | "
+        out.append(f"| {i} | {r['tag']} | {r.get('cohort', '')} | {r['n']} | "
+                   f"{r.get('n_train', 829)} | {r['probe']} | "
                    f"{', '.join(changed) or 'shipped'} | {r['seed']} | {r['epochs']} | "
                    f"{r['acc']} | {r['best_epoch']} | {r['val_mae']:.3f} | {r['test_mae']:.3f} "
                    f"| {head} | {uni} | {r['wall_s']:.0f} |")
@@ -119,6 +123,8 @@ def main() -> None:
     """Parse the flags: one configuration, or ``--table LOG``."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--table", type=Path, help="render this log as markdown and stop")
+    ap.add_argument("--out", type=Path, help="with --table: write the stamped result file here")
+    ap.add_argument("--notes", type=Path, help="with --out: markdown put above the table")
     ap.add_argument("--cohort", help="folder with manifest.parquet and truth.parquet")
     ap.add_argument("--log", default=str(RESULTS / "ecg_tokens_recipe.jsonl"))
     ap.add_argument("--tag", default="")
@@ -133,7 +139,15 @@ def main() -> None:
     ap.add_argument("--qknorm", type=float, default=0.0, help="prototype, see the docstring")
     ap.add_argument("--set", nargs="*", default=[], help="other train.<probe> keys, k=v")
     a = ap.parse_args()
-    if a.table:
+    if a.table and a.out:
+        import sys
+
+        sys.path.insert(0, str(Path(__file__).parent))
+        from _measure import write_result
+
+        notes = a.notes.read_text() if a.notes else ""
+        write_result(a.out, f"{notes.rstrip()}\n\n{table(a.table)}", Path(__file__).name)
+    elif a.table:
         print(table(a.table))
     else:
         run(a)
