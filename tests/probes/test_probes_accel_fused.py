@@ -235,3 +235,13 @@ def test_attn_scale_multiplies_the_echo_to_ecg_scores_in_both_forwards(rank, row
     g_ref = torch.autograd.grad((sharp.forward_encoded(**enc) * weights).sum(), params)
     for (name, _), a, b in zip(sharp.named_parameters(), g_fast, g_ref, strict=True):
         torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-11, msg=name)
+
+
+def test_attn_scale_keeps_fused_tokens_and_sends_one_token_to_the_textbook():
+    from rightsize.probes.engine.config import FusedConfig, TrainConfig
+    from rightsize.probes.engine.estimator import Estimator
+
+    est = Estimator("fused", TrainConfig(fused=FusedConfig(attn_scale=4.0)))
+    assert est.accelerator({"ecg_tokens": 93}).name == "fused_tokens"
+    assert est.accelerator({"ecg_tokens": 1}) is None
+    assert Estimator("fused", TrainConfig()).accelerator({"ecg_tokens": 1}).name == "fused_pooled"
