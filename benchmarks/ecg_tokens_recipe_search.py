@@ -76,7 +76,7 @@ def run(a: argparse.Namespace) -> None:
     extra = {k: (float(v) if "." in v else int(v)) for k, v in (x.split("=") for x in a.set)}
     sub = (FusedConfig(epochs=a.epochs, attn_scale=a.attn_scale, **extra) if a.probe == "fused"
            else ConcatConfig(**extra))
-    cfg = TrainConfig(seed=a.seed0, seeds=a.seeds, lr=a.lr, weight_decay=a.wd,
+    cfg = TrainConfig(pca_rank=a.pca, seed=a.seed0, seeds=a.seeds, lr=a.lr, weight_decay=a.wd,
                       batch_size=a.bs, accelerate=not a.qknorm, **{a.probe: sub})
     t0 = time.time()
     fits = Estimator(a.probe, cfg).fit(tr, va, list(range(a.seed0, a.seed0 + a.seeds)))
@@ -87,7 +87,8 @@ def run(a: argparse.Namespace) -> None:
         for k, f in enumerate(fits):
             out.write(json.dumps(dict(
                 tag=a.tag, cohort=folder.name, n=arrays.ecg_tokens, n_train=len(tr),
-                probe=a.probe, seed=a.seed0 + k, epochs=len(f.val_loss), lr=a.lr, wd=a.wd,
+                probe=a.probe, pca=a.pca, seed=a.seed0 + k, epochs=len(f.val_loss), lr=a.lr,
+                wd=a.wd,
                 bs=a.bs, attn_scale=a.attn_scale, qknorm=a.qknorm, set=a.set,
                 acc=f.extra["accelerator"], best_epoch=f.best_epoch,
                 val_mae=round(f.val_mae, 4), test_mae=round(f.probe.mae(te), 4),
@@ -106,8 +107,9 @@ def table(log: Path) -> str:
            "s/replica |",
            "|---:|---|---|---:|---:|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|"]
     for i, r in enumerate(rows, 1):
-        changed = [f"{k}={r[k]}" for k, d in (("lr", 0.001), ("wd", 0.0001), ("bs", 64),
-                                               ("attn_scale", 1.0), ("qknorm", 0.0))
+        defaults = (("lr", 0.001), ("wd", 0.0001), ("bs", 64), ("pca", 32),
+                    ("attn_scale", 1.0), ("qknorm", 0.0))
+        changed = [f"{k}={r[k]}" for k, d in defaults
                    if r.get(k, d) != d] + list(r.get("set") or [])
         head = "—" if r.get("best_head") is None else f"{r['best_head']:.4f}"
         uni = "—" if r.get("uniform") is None else f"{r['uniform']:.4f}"
@@ -135,6 +137,7 @@ def main() -> None:
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--wd", type=float, default=1e-4)
     ap.add_argument("--bs", type=int, default=64)
+    ap.add_argument("--pca", type=int, default=32, help="train.pca_rank")
     ap.add_argument("--attn-scale", type=float, default=1.0)
     ap.add_argument("--qknorm", type=float, default=0.0, help="prototype, see the docstring")
     ap.add_argument("--set", nargs="*", default=[], help="other train.<probe> keys, k=v")
