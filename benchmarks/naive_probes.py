@@ -39,6 +39,8 @@ from typing import Any
 
 import numpy as np
 
+from rightsize.probe_registry import PROBES
+
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 BATCH_SIZE = 32
@@ -135,7 +137,7 @@ def train_torch(name: str, train: Any, val: Any, std: Any, cfg: Any) -> tuple[An
     est = Estimator(name, cfg)
     arch = est.arch(train)
     probe = est.build(arch)
-    moments = Moments.fit(train, cfg.pca_rank, ecg=est.entry.uses_ecg, threads=cfg.threads)
+    moments = Moments.fit(train, cfg.pca_rank, ecg=est.spec.uses_ecg, threads=cfg.threads)
     probe.set_moments(moments)
     if name == "echo":
         _numpy_echo_init(probe, moments, cfg)
@@ -266,7 +268,7 @@ def main() -> int:
     """Child entry point: one probe, one JSON line on stdout."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("manifest")
-    ap.add_argument("probe", choices=["ecg", "echo", "concat", "fused"])
+    ap.add_argument("probe", choices=PROBES)
     ap.add_argument("--fusion-dim", type=int, default=256)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--params", default=str(REPO / "params.yaml"))

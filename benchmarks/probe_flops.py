@@ -193,7 +193,7 @@ def fit_flops(arch: dict[str, Any], clips: int, n_train: int, n_val: int,
     import torch
 
     from rightsize.probes.accel import gemm
-    from rightsize.probes.engine.estimator import build_module
+    from rightsize.probes.engine.build import build_module
     from rightsize.probes.engine.torch_model import PREDICT_BATCH, count_params
 
     torch.manual_seed(0)

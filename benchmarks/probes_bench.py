@@ -41,6 +41,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _measure import child_json, machine_info, run_process  # noqa: E402
+from rightsize.probe_registry import PROBES
 
 REPO = Path(__file__).resolve().parents[1]
 HERE = Path(__file__).resolve().parent
@@ -243,8 +244,8 @@ def main() -> int:
     """Run the benchmark; write the results markdown (results/probes.md)."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--clips", type=int, nargs="+", default=[1, 8])
-    ap.add_argument("--probes", nargs="+", default=["ecg", "echo", "concat", "fused"],
-                    choices=["ecg", "echo", "concat", "fused"])
+    ap.add_argument("--probes", nargs="+", default=list(PROBES),
+                    choices=PROBES)
     ap.add_argument("--fused-1024-clips", type=int, nargs="*", default=[1],
                     help="max_clips values at which to run fused with fusion_dim 1024")
     ap.add_argument("--subjects", type=int, default=1208)

@@ -45,6 +45,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _measure import child_json, machine_info, run_process  # noqa: E402
+from rightsize.probe_registry import PROBES
 
 REPO = Path(__file__).resolve().parents[1]
 HERE = Path(__file__).resolve().parent
@@ -214,7 +215,7 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--before", default=None, help="git revision to time as 'before'")
     ap.add_argument("--no-1024", action="store_true", help="skip fused at fusion_dim 1024")
-    ap.add_argument("--probes", nargs="+", default=["ecg", "echo", "concat", "fused"])
+    ap.add_argument("--probes", nargs="+", default=list(PROBES))
     ap.add_argument("--subjects", type=int, default=1208)
     ap.add_argument("--timeout", type=float, default=900.0)
     ap.add_argument("--out-md", default=str(HERE / "results" / "probes_e2e.md"))

@@ -29,9 +29,9 @@ import tempfile
 from pathlib import Path
 
 from _measure import imported_from, run_process, write_result
+from rightsize.probe_registry import PROBES
 
 REPO = Path(__file__).resolve().parents[1]
-PROBES = ("ecg", "echo", "concat", "fused")
 sys.path.insert(0, str(REPO / "src"))
 
 

@@ -1,8 +1,11 @@
 """The ``rightsize`` command: thin verbs over the libraries.
 
-Each module in :data:`VERB_MODULES` exposes ``register(subparsers, common)`` that adds its
-verbs with ``set_defaults(func=...)``. Verb modules import only the standard library at
-module level, so ``rightsize scalars`` never pays for torch or pandas.
+:data:`VERBS` names the module of every verb; each module exposes
+``register(subparsers, common)`` that adds its verbs with ``set_defaults(func=...)``. A
+command imports only its own verb's module (:func:`build_parser` with the verb), so a DVC
+stage depends on its own verb file and editing another verb re-runs nothing; ``rightsize
+--help`` and an unknown verb load them all. Verb modules import only the standard library
+at module level, so ``rightsize scalars`` never pays for torch or pandas.
 
 Exit codes: 0 ok; 1 unexpected internal error (a bug); 2 bad input (file, flag, params key,
 permissions); 3 integrity failure (checksum, CRC or unreadable path under ``--strict``); 4 bad
@@ -25,22 +28,30 @@ from rightsize import console
 from rightsize.blas_kernel import pin_openblas_kernel
 from rightsize.errors import RightsizeError, Terminated
 
-VERB_MODULES = (
-    "rightsize.verbs.scalars",
-    "rightsize.verbs.telemetry",
-    "rightsize.verbs.cohort",
-    "rightsize.verbs.probes",
-    "rightsize.verbs.token_cost",
-    "rightsize.verbs.ceiling",
-    "rightsize.verbs.sizing",
-    "rightsize.verbs.bench",
-    "rightsize.verbs.experiments",
-    "rightsize.verbs.report",
-)
+VERBS = {                         # verb -> the module that registers it (tests check it)
+    "scalars": "rightsize.verbs.scalars",
+    "telemetry": "rightsize.verbs.telemetry",
+    "rescue": "rightsize.verbs.telemetry",
+    "verify": "rightsize.verbs.telemetry",
+    "demo-run": "rightsize.verbs.telemetry",
+    "cohort": "rightsize.verbs.cohort",
+    "train": "rightsize.verbs.probes",
+    "evaluate": "rightsize.verbs.probes",
+    "missing-modality": "rightsize.verbs.probes",
+    "token-cost": "rightsize.verbs.token_cost",
+    "planted-ceiling": "rightsize.verbs.ceiling",
+    "footprint": "rightsize.verbs.footprint",
+    "sizing": "rightsize.verbs.sizing",
+    "bench-encoder": "rightsize.verbs.bench",
+    "seeds": "rightsize.verbs.experiments",
+    "sweep": "rightsize.verbs.experiments",
+    "report": "rightsize.verbs.report",
+}
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """Build the top-level parser with every verb registered."""
+def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
+    """The top-level parser: with ``verb`` (a key of :data:`VERBS`), only that verb's module
+    registered (and imported); otherwise every verb's."""
     # Defaults are SUPPRESSed so a verb's copy of -q/--debug never resets one given before the verb.
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--quiet", "-q", action="store_true", default=argparse.SUPPRESS,
@@ -55,9 +66,16 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=lambda prog: argparse.HelpFormatter(prog, max_help_position=30),
     )
     sub = parser.add_subparsers(dest="verb", metavar="VERB")
-    for name in VERB_MODULES:
+    modules = [VERBS[verb]] if verb in VERBS else list(dict.fromkeys(VERBS.values()))
+    for name in modules:
         importlib.import_module(name).register(sub, common)
     return parser
+
+
+def _verb(argv: list[str]) -> str | None:
+    """The verb of a command line: its first word that is not an option (the top-level
+    options take no value), or None."""
+    return next((word for word in argv if not word.startswith("-")), None)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -67,8 +85,9 @@ def main(argv: list[str] | None = None) -> int:
     one-line message and changes nothing else.
     """
     pin_openblas_kernel()          # before any verb imports numpy (see rightsize.blas_kernel)
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = sys.argv[1:] if argv is None else argv
+    parser = build_parser(_verb(words))
+    args = parser.parse_args(words)
     args.quiet = getattr(args, "quiet", False)
     args.debug = getattr(args, "debug", False)
     if not getattr(args, "func", None):

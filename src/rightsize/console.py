@@ -197,3 +197,22 @@ def emit_json(target: str, doc: Any) -> None:
     from rightsize.atomic import write_json
 
     write_json(target, doc)
+
+
+def print_table(title: str, rows: list[tuple[str, str]]) -> None:
+    """Print (label, value) rows with rich when importable, else as aligned plain text."""
+    try:
+        from rich.console import Console
+        from rich.table import Table
+    except ImportError:  # pragma: no cover - rich is a dependency, but stay usable without it
+        width = max(len(label) for label, _ in rows)
+        print(title)
+        for label, value in rows:
+            print(f"  {label:<{width}}  {value}")
+        return
+    table = Table(title=title, show_header=False)
+    table.add_column(style="bold")
+    table.add_column()
+    for label, value in rows:
+        table.add_row(label, value)
+    Console().print(table)

@@ -28,6 +28,8 @@ from pathlib import Path
 
 import pytest
 
+from rightsize.probe_registry import PROBES
+
 ENTRY = [sys.executable, "-c", "import sys; from rightsize.cli import main; sys.exit(main())"]
 
 # Text that only progress output contains (never results, warnings, errors or info lines).
@@ -40,7 +42,7 @@ SMALL_COHORT = {
     "echo_dim": 16, "ecg_dim": 12, "max_clips": 3, "row_group_size": 32,
 }
 SMALL_TRAIN = {
-    "probes": ["ecg", "echo", "concat", "fused"], "seed": 0, "threads": 1, "device": "cpu",
+    "probes": list(PROBES), "seed": 0, "threads": 1, "device": "cpu",
     "batch_size": 32, "lr": 0.003, "pca_rank": 8,
     "ecg": {"alphas": [10.0, 1000.0], "Cs": [1.0]},
     "echo": {"epochs": 2}, "concat": {"epochs": 2, "hidden": 8},

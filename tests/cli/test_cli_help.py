@@ -56,3 +56,14 @@ def test_each_verb_help_has_an_example_and_the_common_flags(verb, monkeypatch):
     examples = text.lower().split("example", 1)[1]
     assert any(line.strip().startswith(f"rightsize {verb}") for line in examples.splitlines())
     assert "--quiet, -q" in text and "--debug" in text
+
+
+def test_the_verb_table_names_the_module_that_registers_each_verb():
+    # rightsize.cli.VERBS is what a command imports: its verb's module alone
+    from rightsize.cli import VERBS as TABLE
+
+    assert sorted(TABLE) == VERBS
+    for verb, module in TABLE.items():
+        only = _verbs(build_parser(verb))
+        assert verb in only, verb
+        assert only[verb][1].get_default("func").__module__ == module, verb

@@ -22,6 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from fault_helpers import rightsize, unprivileged  # noqa: E402
 
+from rightsize.probe_registry import PROBES
+
 # The tiny geometry the CLI tests use: seconds per probe on one thread.
 TINY_COHORT = {
     "source": "synthetic", "seed": 0, "n_subjects": 120,
@@ -29,7 +31,7 @@ TINY_COHORT = {
     "echo_dim": 16, "ecg_dim": 12, "max_clips": 3, "row_group_size": 32,
 }
 TINY_TRAIN = {
-    "probes": ["ecg", "echo", "concat", "fused"], "seed": 0, "seeds": 3, "threads": 1,
+    "probes": list(PROBES), "seed": 0, "seeds": 3, "threads": 1,
     "device": "cpu", "batch_size": 32, "lr": 0.003, "pca_rank": 8,
     "ecg": {"alphas": [10.0, 1000.0], "Cs": [1.0]},
     "echo": {"epochs": 2}, "concat": {"epochs": 3, "hidden": 8},

@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 from fault_helpers import event_file, hidden, killed, rightsize, visible, writes
 
+from rightsize.probe_registry import PROBES
+
 
 def _params_text(project: Path) -> str:
     return (project / "params.yaml").read_text()
@@ -62,7 +64,7 @@ def test_json_output_that_is_a_directory_or_unwritable_is_exit_2(sandbox, as_use
     assert res.rc == 2 and str(ro / "s.parquet") in res.error_line()
 
 
-@pytest.mark.parametrize("probe", ["concat", "echo", "ecg"])
+@pytest.mark.parametrize("probe", [p for p in PROBES[::-1] if p != "fused"])
 def test_weights_that_do_not_fit_are_exit_4_naming_the_file(probe, project, tmp_path):
     model = tmp_path / probe
     common = [probe, "--params", project / "params.yaml", "--manifest",

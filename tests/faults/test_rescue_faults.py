@@ -22,7 +22,7 @@ from fault_helpers import (
     writes,
 )
 
-from rightsize.telemetry.manifest import parse_manifest, verify
+from rightsize.telemetry.sha256sums import parse_manifest, verify
 
 
 def make_src(root: Path, runs: tuple[str, ...] = ("a", "b")) -> Path:

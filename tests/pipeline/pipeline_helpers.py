@@ -14,6 +14,9 @@ from typing import Any
 import pytest
 import yaml
 
+from rightsize.probe_registry import PROBES
+from rightsize.probes.registry import spec
+
 REPO = Path(__file__).resolve().parents[2]
 SHARED = REPO.parent / "shared"
 RAMPNET = SHARED / "telemetry" / "rampnet1_stage2"
@@ -44,7 +47,7 @@ TINY_PARAMS: dict[str, Any] = {
     "encoder_bench.models.echo.batch_sizes": [1],
 }
 
-PROBES = ("ecg", "echo", "concat", "fused")
+GRADIENT_TRAINED = tuple(p for p in PROBES if spec(p).closed_form is None)   # seeded
 CMD_TIMEOUT_S = 600
 
 

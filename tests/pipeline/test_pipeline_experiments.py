@@ -8,6 +8,7 @@ import statistics
 import pytest
 import yaml
 from pipeline_helpers import (
+    GRADIENT_TRAINED,
     PROBES,
     REPO,
     copy_project,
@@ -57,7 +58,7 @@ def test_exp_run_with_new_seed_retrains_every_probe(seed7, built_project, pipeli
     lock = yaml.safe_load((clone_a / "dvc.lock").read_text())["stages"]
     for probe in PROBES:
         assert lock[f"train@{probe}"]["params"]["params.yaml"]["train.seed"] == 7
-    for probe in ("echo", "concat", "fused"):  # seeded probes: new init, new weights
+    for probe in GRADIENT_TRAINED:  # seeded probes: new init, new weights
         weights = f"models/{probe}/{read_sidecar(clone_a / 'models' / probe)['weights']}"
         new, old = file_digests(clone_a, [weights]), file_digests(built_project, [weights])
         assert new and old and new != old, weights

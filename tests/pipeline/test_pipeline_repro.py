@@ -6,6 +6,7 @@ import json
 
 import pytest
 from pipeline_helpers import (
+    GRADIENT_TRAINED,
     PROBES,
     cached_outs,
     dvc,
@@ -23,7 +24,7 @@ ALL_STAGES = {
     "demo_run", "verify@demo", "telemetry@demo", "cohort", "footprint",
     "sizing", "encoder_bench@ecg", "encoder_bench@echo", "token_cost",
     "planted_ceiling", *(f"train@{p}" for p in PROBES),
-    *(f"probe_telemetry@{p}" for p in ("echo", "concat", "fused")),
+    *(f"probe_telemetry@{p}" for p in GRADIENT_TRAINED),
 }
 
 
@@ -55,7 +56,7 @@ def test_metrics_show_lists_the_headline_files_and_the_detail_beside_them(built_
     metrics = metrics_show(built_project, pipeline_env)
     assert set(metrics) == {
         *(f"metrics/headline/probes/{p}.json" for p in PROBES),
-        *(f"metrics/headline/probe_runs/{p}.json" for p in ("echo", "concat", "fused")),
+        *(f"metrics/headline/probe_runs/{p}.json" for p in GRADIENT_TRAINED),
         "metrics/headline/telemetry/demo.json", "metrics/headline/cohort.json",
         "metrics/headline/footprint.json", "metrics/headline/sizing.json",
         "metrics/headline/encoders/ecg.json", "metrics/headline/encoders/echo.json",
@@ -92,7 +93,7 @@ def test_metrics_show_lists_the_headline_files_and_the_detail_beside_them(built_
     assert any(k.startswith("projection.") for k in tel)
     assert head["demo.epoch_hours"] == tel["epoch_hours"]
     assert head["demo.eta_hours"] == tel["eta.remaining_calendar_hours"]   # target_epochs set
-    for probe in ("echo", "concat", "fused"):
+    for probe in GRADIENT_TRAINED:
         pt = detail(f"telemetry/probe_{probe}.json")
         assert pt["step_time_s.median"] > 0 and "epoch_hours" in pt, probe
         assert head[f"{probe}.step_time_s"] == pt["step_time_s.median"]
@@ -130,7 +131,9 @@ def test_exp_show_has_few_columns_on_a_fresh_clone(built_project, pipeline_env, 
     fixed = {"Experiment", "rev", "typ", "Created", "parent"}
     assert len(header) == len(fixed) + len(names["metrics"]) + len(names["params"]) + len(deps)
     assert 60 <= len(names["metrics"]) <= 80, sorted(names["metrics"])
-    assert len(deps) <= 30, sorted(deps)
+    # each stage lists its own verb files (editing one verb re-runs only its stages): 14 more
+    # source paths than one verbs/ folder, the price of the narrower re-runs
+    assert len(deps) <= 45, sorted(deps)
     # headline keys are unique, so DVC heads their columns with the key alone
     assert "fused.test_mae" in header and "demo.epoch_hours" in header
     assert not [h for h in header if h.startswith("metrics/")

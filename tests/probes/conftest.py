@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from rightsize.cohort.arrays import CohortArrays
+from rightsize.probe_registry import PROBES
 from rightsize.probes.engine.config import EvaluateConfig, TrainConfig
 
 from .probe_fixtures import make_cohort, small_train_config
@@ -46,7 +47,7 @@ def fits(cohort, train_cfg, tmp_path_factory):
     from rightsize.probes.engine.train import train_probe
 
     out = {}
-    for name in ("ecg", "echo", "concat", "fused"):
+    for name in PROBES:
         run = tmp_path_factory.mktemp(f"run_{name}")
         with RunLog(run / "events", run / "curve.csv", time.time()) as log:
             fit = train_probe(name, cohort, train_cfg, "cpu", log)

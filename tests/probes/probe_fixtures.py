@@ -11,11 +11,15 @@ from pathlib import Path
 import numpy as np
 
 from rightsize.cohort.arrays import CohortArrays
+from rightsize.probe_registry import PROBES
 from rightsize.probes.engine.config import ConcatConfig, EchoConfig, FusedConfig, TrainConfig
+from rightsize.probes.registry import spec
+
+GRADIENT_TRAINED = tuple(p for p in PROBES if spec(p).closed_form is None)   # seeded
 
 # params blocks of the CLI tests' params.yaml
 TRAIN = {
-    "probes": ["ecg", "echo", "concat", "fused"], "seed": 0, "threads": 1, "device": "cpu",
+    "probes": list(PROBES), "seed": 0, "threads": 1, "device": "cpu",
     "batch_size": 32, "lr": 0.003, "weight_decay": 0.0001, "pca_rank": 16,
     "ecg": {"alphas": [10.0, 1000.0], "Cs": [0.01, 1.0]},
     "echo": {"epochs": 3}, "concat": {"epochs": 3, "hidden": 16},

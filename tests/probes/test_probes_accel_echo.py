@@ -16,7 +16,7 @@ import torch
 from rightsize.errors import DataError
 from rightsize.probes.accel.echo_numpy import (
     PARAMS,
-    AdamW,
+    AdamWMoments,
     AttentiveEchoProbe,
     adamw_step,
     init_probe,
@@ -90,7 +90,7 @@ def test_adamw_follows_torch_adamw():
     params = {k: v.copy() for k, v in start.items()}
     tparams = [torch.nn.Parameter(torch.from_numpy(v.copy())) for v in start.values()]
     topt = torch.optim.AdamW(tparams, lr=1e-2, weight_decay=1e-2)
-    opt = AdamW(lr=1e-2, weight_decay=1e-2)
+    opt = AdamWMoments(lr=1e-2, weight_decay=1e-2)
     for _ in range(25):
         grads = {k: rng.standard_normal(v.shape).astype(np.float32) for k, v in start.items()}
         for tp, g in zip(tparams, grads.values(), strict=True):

@@ -134,6 +134,51 @@ def test_token_training_step_equals_autograd_of_the_textbook_forward(rank, rows,
         torch.testing.assert_close(p.grad, g, rtol=1e-9, atol=1e-11, msg=name)
 
 
+# The settings the hand-written step is checked at: every config key fused_pooled declares
+# it handles (the rest must hold their defaults, e.g. layers == 1), several values each
+CLAIMED = [  # (fusion_dim, heads, hidden, dropout)
+    (8, 1, 4, 0.0), (8, 2, 16, 0.3), (16, 4, 4, 0.3), (16, 1, 16, 0.0), (24, 3, 8, 0.1)]
+NOT_IN_THE_STEP = {"epochs", "modality_dropout"}   # the loop's and the batch's, not the step's
+
+
+def test_the_claimed_grid_varies_every_key_the_pooled_accelerator_handles():
+    from rightsize.probes.accel.fused_step import POOLED
+
+    assert POOLED.handles - NOT_IN_THE_STEP == {"fusion_dim", "heads", "hidden", "dropout"}
+    assert all(len({row[i] for row in CLAIMED}) > 1 for i in range(4))
+    from rightsize.probes.models.fused import CrossAttnFusedProbe
+
+    from .probe_fixtures import DE, DG
+
+    hand = [manual_step_applies(randomized(lambda r, f=f, h=h, k=k: CrossAttnFusedProbe(
+        DE, DG, fusion_dim=f, heads=h, hidden=k, pca_rank=r), 8), 84) for f, h, k, _ in CLAIMED]
+    assert sum(hand) >= 3, hand        # most settings take the hand-written form, not autograd
+
+
+@pytest.mark.parametrize("fusion_dim, heads, hidden, dropout", CLAIMED)
+def test_hand_written_step_equals_autograd_at_every_claimed_setting(fusion_dim, heads, hidden,
+                                                                    dropout):
+    """A sublayer added to the textbook forward (a parameter, or an op) makes the loss or a
+    gradient differ here, or leaves a gradient unset: the check fails, naming it."""
+    from rightsize.probes.models.fused import CrossAttnFusedProbe
+
+    from .probe_fixtures import DE, DG
+
+    model = randomized(lambda r: CrossAttnFusedProbe(DE, DG, fusion_dim=fusion_dim, heads=heads,
+                                                     hidden=hidden, dropout=dropout,
+                                                     pca_rank=r), 8)
+    model.train(True)
+    enc = model.encode(*probe_inputs(5, 84))
+    y = torch.linspace(-2, 2, 84, dtype=torch.float64)
+    ref_loss, ref_grads = _textbook_grads(model, enc, y, seed=5)
+    torch.manual_seed(5)
+    loss = fused_loss_backward(model, enc, y)
+    torch.testing.assert_close(loss, ref_loss.detach(), rtol=1e-12, atol=0)
+    for (name, p), g in zip(model.named_parameters(), ref_grads, strict=True):
+        assert p.grad is not None, f"{name}: the hand-written step sets no gradient"
+        torch.testing.assert_close(p.grad, g, rtol=1e-9, atol=1e-11, msg=name)
+
+
 def test_the_hand_written_step_is_the_one_tested():
     model = randomized(makers()["fused"], 8)
     assert manual_step_applies(model, 42) and manual_step_applies(model, 84)

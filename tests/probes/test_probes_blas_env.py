@@ -20,6 +20,8 @@ import sys
 
 import pytest
 
+from rightsize.probe_registry import PROBES
+
 ENVS = (
     {},
     {"OPENBLAS_CORETYPE": "Haswell"},
@@ -66,7 +68,7 @@ def project(tmp_path_factory):
                        ecg_dim=96, max_clips=4, row_group_size=128)
     build_manifest(cfg, root / "manifest.parquet")
     (root / "params.yaml").write_text(yaml.safe_dump({
-        "train": {"probes": ["ecg", "echo", "concat", "fused"], "seed": 0, "seeds": 1,
+        "train": {"probes": list(PROBES), "seed": 0, "seeds": 1,
                   "threads": 1, "device": "cpu", "pca_rank": 16,
                   "ecg": {"alphas": [1.0, 100.0], "Cs": [0.1, 1.0]}, "echo": {"epochs": 6},
                   "concat": {"epochs": 6, "hidden": 32},
@@ -75,7 +77,7 @@ def project(tmp_path_factory):
     return root
 
 
-@pytest.mark.parametrize("probe", ["ecg", "echo", "concat", "fused"])
+@pytest.mark.parametrize("probe", PROBES)
 def test_training_is_bit_identical_under_blas_kernels_and_thread_counts(project, probe):
     from rightsize.blas_kernel import PINNED, REQUIRED_FLAGS
     from rightsize.measure import cpu_flags

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from rightsize.errors import DataError, InputError
+from rightsize.probe_registry import PROBES
 from rightsize.probes.engine.checkpoint import (
     SIDECAR,
     checkpoint_bytes,
@@ -21,7 +22,7 @@ from rightsize.probes.engine.data import split_data
 from rightsize.probes.evaluation.evaluate import score_split
 
 
-@pytest.mark.parametrize("name", ["ecg", "echo", "concat", "fused"])
+@pytest.mark.parametrize("name", PROBES)
 def test_reload_reproduces_test_metrics_exactly(fits, cohort, tmp_path, name):
     fit = fits[name][0]
     save_checkpoint(tmp_path, fit.probe, fit.arch, {"best_epoch": fit.best_epoch})

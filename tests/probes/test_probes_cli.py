@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from rightsize.cli import main
+from rightsize.probe_registry import PROBES
 
 from .probe_fixtures import EVALUATE, TRAIN, small_manifest
 
@@ -83,7 +84,7 @@ def test_evaluate_twice_gives_identical_metrics(work):
 _PROCESS_KEYS = ("wall_clock_s", "peak_rss_mb", "bootstrap_s")
 
 
-@pytest.mark.parametrize("probe", ["ecg", "echo", "concat", "fused"])
+@pytest.mark.parametrize("probe", PROBES)
 def test_train_eval_and_missing_json_equal_separate_processes(work, tmp_path, probe):
     out = tmp_path / probe
     assert main(["train", probe, "--params", str(work / "params.yaml"), "--manifest",

@@ -18,6 +18,7 @@ import yaml
 
 from rightsize.cli import main
 from rightsize.errors import InputError
+from rightsize.probe_registry import PROBES
 from rightsize.probes.engine.data import Moments, split_data
 from rightsize.probes.engine.estimator import check_inputs
 from rightsize.probes.engine.train import train_probe
@@ -47,7 +48,7 @@ def token_fits(token_cohort):
     cfg = dataclasses.replace(cfg, echo=dataclasses.replace(cfg.echo, epochs=6),
                               concat=dataclasses.replace(cfg.concat, epochs=6), pca_rank=8)
     return {name: train_probe(name, token_cohort, cfg) for name in
-            ("ecg", "echo", "concat", "fused")}
+            PROBES}
 
 
 def test_every_probe_trains_on_ecg_tokens_and_records_them(token_cohort, token_fits):

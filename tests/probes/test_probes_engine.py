@@ -12,13 +12,14 @@ import numpy as np
 import pytest
 import torch
 
-from rightsize.probes import accel
+from rightsize.probes import accel, registry
 from rightsize.probes.accel import adamw, gemm, handgrad
 from rightsize.probes.engine.config import FusedConfig
 from rightsize.probes.engine.train import train_probe, train_seeds
 
-from .probe_fixtures import make_cohort, small_train_config
+from .probe_fixtures import GRADIENT_TRAINED, make_cohort, small_train_config
 
+POOLED = registry.spec("fused").accelerators[:1]        # fused_pooled, as declared
 SRC = Path(__file__).resolve().parents[2] / "src" / "rightsize"
 ENGINE = [*sorted((SRC / "probes").rglob("*.py")), SRC / "verbs" / "probes.py"]
 NAME = r"""["'](?:ecg|echo|concat|fused)["']"""
@@ -39,7 +40,7 @@ def test_probe_names_are_branched_on_only_in_the_registry():
                 'if self.name != "fused" or len(data) == 0:'):
         assert BRANCH.search(old), old
     assert not BRANCH.search('return {"echo": c, "ecg": g}')       # batch keys are fine
-    assert _hits(BRANCH, ENGINE) == []      # the registry is rightsize/probe_registry.py
+    assert _hits(BRANCH, ENGINE) == []      # the registry is rightsize/probes/registry.py
 
 
 def test_private_torch_apis_live_only_in_the_accelerators():
@@ -146,7 +147,7 @@ def test_accelerate_false_trains_every_probe_with_the_textbook_trainer(cohort):
     cfg = dataclasses.replace(small_train_config(epochs=3), accelerate=False)
     cfg = dataclasses.replace(cfg, echo=dataclasses.replace(cfg.echo, epochs=3),
                               concat=dataclasses.replace(cfg.concat, epochs=3))
-    for name in ("echo", "concat", "fused"):
+    for name in GRADIENT_TRAINED:
         on = train_seeds(name, cohort, dataclasses.replace(cfg, accelerate=True, seeds=2))
         off = train_seeds(name, cohort, dataclasses.replace(cfg, seeds=2))
         assert on[0].extra["accelerator"] != "none" and off[0].extra["accelerator"] == "none"
@@ -158,26 +159,39 @@ def test_accelerate_false_trains_every_probe_with_the_textbook_trainer(cohort):
 
 def test_an_accelerator_applies_only_where_every_unknown_key_has_its_default():
     defaults = {f.name: f.default for f in dataclasses.fields(FusedConfig)}
-    facts = {**defaults, "probe": "fused", "ecg_tokens": 1}
-    assert accel.select(("fused_pooled",), facts, defaults).name == "fused_pooled"
-    assert accel.select(("fused_pooled",), {**facts, "ecg_tokens": 16}, defaults) is None
-    assert accel.select(("fused_pooled",), {**facts, "new_option": 2}, defaults) is None
-    assert accel.select(("fused_pooled",), {**facts, "new_option": 2},
+    settings = {**defaults, "probe": "fused", "ecg_tokens": 1}
+    assert accel.select(POOLED, settings, defaults).name == "fused_pooled"
+    assert accel.select(POOLED, {**settings, "ecg_tokens": 16}, defaults) is None
+    assert accel.select(POOLED, {**settings, "new_option": 2}, defaults) is None
+    assert accel.select(POOLED, {**settings, "new_option": 2},
                         {**defaults, "new_option": 2}).name == "fused_pooled"
-    assert accel.select(("fused_pooled",), facts, defaults, on=False) is None
+    assert accel.select(POOLED, settings, defaults, on=False) is None
     with accel.use(False):
-        assert accel.select(("fused_pooled",), facts, defaults) is None
+        assert accel.select(POOLED, settings, defaults) is None
+    assert accel.skipped(POOLED, settings, defaults) == ""
+    assert accel.skipped(POOLED, settings, defaults, on=False) == \
+        "fused_pooled switched off (train.accelerate: false)"
+    assert accel.skipped(POOLED, {**settings, "ecg_tokens": 16}, defaults) == \
+        "fused_pooled: needs " + registry.accelerator("fused_pooled").precondition
+    assert accel.skipped((), settings, defaults) == ""
 
 
-def test_a_second_fusion_block_is_trained_by_autograd_and_saved(cohort, tmp_path):
+def test_a_second_fusion_block_is_trained_by_autograd_and_saved(cohort, tmp_path, capsys):
     """train.fused.layers: 2 stacks a second block; the accelerator, written for one,
-    leaves it to the textbook trainer, and the checkpoint rebuilds both blocks."""
+    leaves it to the textbook trainer, saying so in one line and in the fit's record, and
+    the checkpoint rebuilds both blocks."""
     from rightsize.probes.engine.checkpoint import load_checkpoint, save_checkpoint
     from rightsize.probes.engine.data import split_data
 
     one = _small_fused(cohort, layers=1)
+    assert "accelerator" not in capsys.readouterr().err
     two = _small_fused(cohort, layers=2)
+    said = [line for line in capsys.readouterr().err.splitlines() if "accelerator" in line]
+    assert len(said) == 1 and "fused_pooled: layers=2 not handled (it covers layers == 1" \
+        in said[0] and "fused_tokens: layers=2" in said[0], said
     assert one.extra["accelerator"] == "fused_pooled" and two.extra["accelerator"] == "none"
+    assert "accelerator_skipped" not in one.extra
+    assert two.extra["accelerator_skipped"] in said[0]
     assert two.arch["layers"] == 2
     module = two.probe.model.module
     assert len(module.blocks) == 2 and any(n.startswith("blocks.1.") for n, _ in

@@ -37,7 +37,7 @@ from rightsize.cohort.arrays import CohortArrays
 from rightsize.params import parse
 from rightsize.probes.engine.config import TrainConfig
 from rightsize.probes.engine.data import split_data
-from rightsize.probes.evaluation.seeds import train_seeds
+from rightsize.probes.engine.train import train_seeds
 with np.load(sys.argv[1]) as z:
     cohort = CohortArrays(**{k: z[k] for k in z.files}, metadata={})
 with open(sys.argv[2]) as fh:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from rightsize.probes.engine.estimator import build_module
+from rightsize.probes.engine.build import build_module
 from rightsize.probes.engine.torch_model import count_params
 from rightsize.probes.models.concat import ConcatMLPProbe
 from rightsize.probes.models.echo import EchoAttnProbe

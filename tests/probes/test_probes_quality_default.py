@@ -19,6 +19,7 @@ from rightsize.cohort.arrays import load_arrays
 from rightsize.cohort.build import build_manifest
 from rightsize.cohort.config import CohortConfig
 from rightsize.params import load_block
+from rightsize.probe_registry import PROBES
 from rightsize.probes.engine.config import TrainConfig
 from rightsize.probes.engine.data import split_data
 from rightsize.probes.engine.train import train_seeds
@@ -48,7 +49,7 @@ def default_results(tmp_path_factory: pytest.TempPathFactory) -> dict:
 
 
 def test_every_probe_beats_the_mean_predictor(default_results: dict) -> None:
-    for probe in ("ecg", "echo", "concat", "fused"):
+    for probe in PROBES:
         assert default_results[probe]["mae"] < 0.95 * default_results["mean"], probe
 
 
@@ -59,5 +60,5 @@ def test_fused_beats_concat_with_clip_tokens(default_results: dict) -> None:
 
 
 def test_auroc_above_chance(default_results: dict) -> None:
-    for probe in ("ecg", "echo", "concat", "fused"):
+    for probe in PROBES:
         assert default_results[probe]["auroc"] > 0.6, probe

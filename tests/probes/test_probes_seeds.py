@@ -10,7 +10,9 @@ import pytest
 import yaml
 
 from rightsize.cli import main
-from rightsize.probes.evaluation.seeds import seed_list, spread, train_seeds
+from rightsize.probes.engine.replicas import seed_list
+from rightsize.probes.engine.train import train_seeds
+from rightsize.probes.evaluation.spread import spread
 
 from .probe_fixtures import EVALUATE, TRAIN, small_manifest, small_train_config
 
@@ -25,7 +27,7 @@ def work(tmp_path_factory):
 
 @pytest.mark.parametrize("accelerate", [True, False])
 def test_fused_replicas_repeat_single_runs_bit_for_bit(cohort, accelerate):
-    """Lockstep (the accelerator's and the textbook's): replica k is the single run with
+    """ReplicaByReplica (the accelerator's and the textbook's): replica k is the single run with
     seed k, to the last bit."""
     from rightsize.probes.engine.train import train_probe
 

@@ -9,14 +9,13 @@ import numpy as np
 import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
+from rightsize.probe_registry import PROBES
 from rightsize.probes.engine.data import split_data
 from rightsize.probes.engine.train import train_probe
 from rightsize.probes.evaluation.bootstrap import bootstrap_indices, summarize
 from rightsize.probes.evaluation.evaluate import mean_predictor_mae
 
-from .probe_fixtures import make_cohort, small_train_config
-
-PROBES = ("ecg", "echo", "concat", "fused")
+from .probe_fixtures import GRADIENT_TRAINED, make_cohort, small_train_config
 
 
 def _test_scores(fit, cohort):
@@ -42,7 +41,7 @@ def test_fused_beats_concat_with_clip_tokens(fits, cohort):
 
 
 def test_best_epoch_is_the_lowest_validation_loss(fits):
-    for name in ("echo", "concat", "fused"):
+    for name in GRADIENT_TRAINED:
         fit = fits[name][0]
         assert fit.best_epoch == int(np.argmin(fit.val_loss)) + 1
         assert len(fit.train_loss) == len(fit.val_loss) == fit.epochs
@@ -73,7 +72,7 @@ def test_pooled_single_clip_cohort_trains_every_torch_probe():
     cfg = small_train_config(epochs=3)
     cfg = dataclasses.replace(cfg, echo=dataclasses.replace(cfg.echo, epochs=3),
                               concat=dataclasses.replace(cfg.concat, epochs=3))
-    for name in ("echo", "concat", "fused"):
+    for name in GRADIENT_TRAINED:
         fit = train_probe(name, pooled, cfg)
         lvef, _ = fit.probe.predict(split_data(pooled, "test"))
         assert np.isfinite(lvef).all()

@@ -14,7 +14,8 @@ register their flags for the parser, so they are not part of a stage's closure.
 
 Stage deps cover a module when they list its file or a folder above it (a whole package).
 The rule dvc.yaml follows (:func:`suggested_deps`): a stage depends on each top-level module
-its verb imports and on the whole folder of each package it imports any module of.
+its verb imports, on each ``verbs/`` module it imports, and on the whole folder of each other
+package it imports any module of.
 """
 
 from __future__ import annotations
@@ -252,12 +253,18 @@ def touch_targets() -> list[str]:
     return [best[p] for p in sorted(best)]
 
 
+# Packages whose modules are listed one by one: a stage runs one verb module (rightsize.cli
+# imports only the verb's own), so editing one verb re-runs only its stages.
+FILE_BY_FILE = ("verbs",)
+
+
 def policy_dep(path: str) -> str:
     """The dep that covers module file ``path`` under the project's rule: a top-level module
-    is its own file; a module inside a package (``src/rightsize/<pkg>/...``) is covered by
-    the package folder, subpackages included."""
+    is its own file, and so is a module of :data:`FILE_BY_FILE`; any other module inside a
+    package (``src/rightsize/<pkg>/...``) is covered by the package folder, subpackages
+    included."""
     parts = path.split("/")
-    return path if len(parts) == 3 else "/".join(parts[:3])
+    return path if len(parts) == 3 or parts[2] in FILE_BY_FILE else "/".join(parts[:3])
 
 
 def suggested_deps(stage: Stage) -> list[str]:

@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 from rightsize.errors import DataError
+from rightsize.probe_registry import PROBES
 from rightsize.verbs import headline as hl
 
 BEFORE = "36979d8"           # the last commit whose dvc.yaml declared every file as metrics
@@ -189,7 +190,7 @@ def test_the_headline_of_36979d8s_numbers_is_those_numbers(before):
     runs = [p for p in before if p.startswith("metrics/telemetry/")]
     cases = [("probe", p, {"eval": f"metrics/eval/{p}.json",
                            "missing": f"metrics/missing/{p}.json"})
-             for p in ("ecg", "echo", "concat", "fused")]
+             for p in PROBES]
     cases += [("run_seconds" if Path(r).stem.startswith("probe_") else "run",
                Path(r).stem.removeprefix("probe_"), {"report": r}) for r in runs]
     cases += [("encoder", m, {"bench": f"metrics/encoders/{m}.json"}) for m in ("ecg", "echo")]

@@ -10,7 +10,8 @@ import pytest
 
 GROUND = {"rightsize", "rightsize.atomic", "rightsize.blas_kernel", "rightsize.console",
           "rightsize.errors", "rightsize.experiments", "rightsize.measure", "rightsize.params",
-          "rightsize.probe_registry"}
+          "rightsize.probe_registry", "rightsize.fmt", "rightsize.account_parts",
+          "rightsize.cost_text"}
 LIBRARIES = ("telemetry", "cohort", "probes", "sizing", "reporting")
 MAY_IMPORT = {                     # besides the ground modules and the package itself
     "telemetry": (),
@@ -81,3 +82,56 @@ def test_the_check_sees_a_forbidden_import_inside_a_function(tmp_path):
     (pkg / "leak.py").write_text("def f():\n    from rightsize.telemetry.account import PARTS\n")
     assert "rightsize.telemetry.account" in g.direct_imports("rightsize.reporting.leak",
                                                              tmp_path)
+
+
+def _circles(modules: list[str], imports=g.direct_imports) -> list[list[str]]:
+    """Strongly connected groups of more than one module in the import graph of ``modules``
+    (every import counted, those inside functions too)."""
+    edges = {m: sorted(d for d in imports(m) if d in modules and d != m) for m in modules}
+    order: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        order[v] = low[v] = len(order)
+        stack.append(v)
+        for w in edges[v]:
+            if w not in order:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], order[w])
+        if low[v] == order[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                out.append(sorted(group))
+
+    for m in modules:
+        if m not in order:
+            visit(m)
+    return out
+
+
+def test_the_probe_engine_has_no_import_circle():
+    probes = [m for m in _modules() if m.startswith("rightsize.probes.")]
+    assert len(probes) > 20
+    assert _circles(probes) == []
+
+
+def test_the_circle_check_sees_a_circle_through_an_import_inside_a_function(tmp_path):
+    pkg = tmp_path / "rightsize" / "probes"
+    pkg.mkdir(parents=True)
+    for f in ("rightsize/__init__.py", "rightsize/probes/__init__.py"):
+        (tmp_path / f).write_text("")
+    (pkg / "a.py").write_text("def f():\n    from rightsize.probes import b\n")
+    (pkg / "b.py").write_text("from rightsize.probes.a import f\n")
+    (pkg / "c.py").write_text("from rightsize.probes.a import f\n")
+    found = _circles(["rightsize.probes.a", "rightsize.probes.b", "rightsize.probes.c"],
+                     lambda m: g.direct_imports(m, tmp_path))
+    assert found == [["rightsize.probes.a", "rightsize.probes.b"]]

@@ -39,6 +39,7 @@ def test_source_deps_are_top_level_files_and_whole_package_folders():
     assert not lines, "\n".join(lines)
     assert g.policy_dep("src/rightsize/probes/accel/kernels.py") == "src/rightsize/probes"
     assert g.policy_dep("src/rightsize/cli.py") == "src/rightsize/cli.py"
+    assert g.policy_dep("src/rightsize/verbs/sizing.py") == "src/rightsize/verbs/sizing.py"
 
 
 def test_the_check_names_stage_and_module_when_any_source_dep_is_removed():
@@ -150,3 +151,15 @@ def test_dvc_status_marks_every_stage_that_imports_a_touched_module(committed_co
     (proj / path).write_bytes((proj / path).read_bytes() + b"\n# touched\n")
     marked = _marked(json.loads(_run(["dvc", "status", "--json"], proj, env)), path)
     assert "train" not in marked and "footprint" in marked
+
+
+@pytest.mark.slow
+def test_editing_one_verb_marks_only_its_own_stages(committed_copy, pipeline_env):
+    # rightsize.cli imports only the verb's module, so each stage lists its own verb file:
+    # editing verbs/sizing.py re-runs sizing (and, once its outputs change, the report)
+    proj, env = committed_copy, pipeline_env
+    path = "src/rightsize/verbs/sizing.py"
+    (proj / path).write_bytes((proj / path).read_bytes() + b"\n# touched by test_stage_deps\n")
+    status = json.loads(_run(["dvc", "status", "--json"], proj, env))
+    assert _marked(status, path) == {"sizing"}
+    assert {stage.split("@")[0] for stage in status} == {"sizing"}, sorted(status)

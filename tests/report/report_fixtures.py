@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 from rightsize import cli
+from rightsize.probe_registry import PROBES as REGISTRY_PROBES
 
 REPO = Path(__file__).resolve().parents[2]
 T0 = 1_714_550_400.0          # 2024-05-01 08:00 UTC
@@ -26,8 +27,8 @@ HOUR = 3600.0
 HARDWARE = {"cpu": "Intel(R) Xeon(R) CPU @ 2.20GHz", "cores": 2, "threads": 1,
             "torch": "2.13.0+cpu", "device": "cpu"}
 # probe -> (train s, eval s, peak RSS MB, epochs)
-PROBES = {"ecg": (2.5, 0.7, 410.0, 1), "echo": (18.0, 3.5, 505.0, 30),
-          "concat": (26.0, 4.1, 530.0, 40), "fused": (49.9, 5.5, 612.0, 50)}
+PROBES = dict(zip(REGISTRY_PROBES, ((2.5, 0.7, 410.0, 1), (18.0, 3.5, 505.0, 30),
+                                    (26.0, 4.1, 530.0, 40), (49.9, 5.5, 612.0, 50)), strict=True))
 # per-seed test MAE offsets from each probe's seed-0 MAE (3 seed replicas)
 SEED_OFFSETS = {"ecg": (0.0, 0.0, 0.0), "echo": (0.0, 0.2, -0.1),
                 "concat": (0.0, 0.1, -0.1), "fused": (0.0, 0.25, -0.3)}

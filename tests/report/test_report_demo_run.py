@@ -7,8 +7,7 @@ import json
 import yaml
 from report_fixtures import REPO, run_report
 
-from rightsize import cli
-from rightsize.reporting import fmt
+from rightsize import cli, fmt
 
 
 def test_report_on_real_telemetry_output(tmp_path):

@@ -10,7 +10,8 @@ import matplotlib.image as mpimg
 import pytest
 from report_fixtures import TOKEN_COST, run_report, token_cost_json, write_metrics, write_params
 
-from rightsize.reporting import fmt
+from rightsize import fmt
+from rightsize.probe_registry import PROBES
 
 HEADS = {0: (0.204, 0.053, 0.729), 1: (0.904, 0.132, 0.068), 2: (0.192, 0.730, 0.083),
          3: (0.082, 0.033, 0.377)}         # head -> its value at seeds 0, 1, 2
@@ -32,7 +33,7 @@ def tokens16(tmp_path):
     """A metrics tree of a 16-token experiment (fused with planted-token attention)."""
     write_metrics(tmp_path / "metrics")
     write_params(tmp_path / "params.yaml")
-    for probe in ("ecg", "echo", "concat", "fused"):
+    for probe in PROBES:
         path = tmp_path / "metrics" / "eval" / f"{probe}.json"
         doc = json.loads(path.read_text())
         doc["ecg_tokens"] = 16

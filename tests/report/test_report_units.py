@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 import math
 
-from rightsize.reporting import fmt
+from rightsize import fmt
+from rightsize.fmt import get, num
 from rightsize.reporting.doc import Figure, Heading, Note, Para, Table, VerdictItem
 from rightsize.reporting.figures import _gaps, to_epoch_seconds
-from rightsize.reporting.load import get, num, read_csv, read_json
+from rightsize.reporting.load import read_csv, read_json
 from rightsize.reporting.render_html import render_html
 from rightsize.reporting.render_md import render_markdown
 from rightsize.reporting.sections_seeds import seed_rows

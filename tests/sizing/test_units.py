@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rightsize.errors import ParamsError
-from rightsize.reporting.fmt import DASH, nbytes
+from rightsize.fmt import DASH, nbytes
 from rightsize.sizing.units import DTYPE_BYTES, parse_size
 
 

@@ -18,7 +18,7 @@ from rightsize.cli import main
 from rightsize.errors import ParamsError
 from rightsize.telemetry.account import PARTS
 from rightsize.telemetry.cost_report import cost_report, cost_reports
-from rightsize.telemetry.report_config import ReportConfig, RunParams
+from rightsize.telemetry.report_config import CostReportConfig, RunParams
 
 DEMO = {"train_records": 96000, "global_batch": 32, "gpus": 8, "drop_last": True}
 RAMPNET = {"train_records": 150063, "global_batch": 16, "gpus": 16, "drop_last": True}
@@ -39,7 +39,7 @@ def assert_adds_up(r: dict) -> None:
 def test_demo_account_and_checkpoints_match_the_plan(seed, log_every, demo_factory,
                                                      read_scalars):
     run, truth = demo_factory(seed, log_every)
-    r = cost_report(read_scalars(run), ReportConfig(**DEMO))
+    r = cost_report(read_scalars(run), CostReportConfig(**DEMO))
     assert_adds_up(r)
     for part in PARTS:
         assert r["account"][part] == pytest.approx(truth["account"][part], rel=1e-9,
@@ -62,7 +62,7 @@ def test_demo_account_and_checkpoints_match_the_plan(seed, log_every, demo_facto
 
 def test_demo_truth_survives_tensorboards_reader(demo_factory, tb_table):
     run, truth = demo_factory(3, 10)
-    r = cost_report(tb_table(run), ReportConfig(**DEMO))
+    r = cost_report(tb_table(run), CostReportConfig(**DEMO))
     for part in PARTS:
         assert r["account"][part] == pytest.approx(truth["account"][part], rel=1e-9), part
     assert r["checkpoints"]["checkpoint_write_s"] == pytest.approx(truth["checkpoint_write_s"],
@@ -79,7 +79,7 @@ def test_hand_built_account(make_table):
     # a dead launch at 800; launch B: header 1000, resumes at 5 (from checkpoint 4), 1100..1103
     dead = {"start": 800.0}
     b = seg([5, 6, 7, 8], [1100.0, 1102.0, 1104.0, 1106.0], start=1000.0, end=1106.0)
-    r = cost_report(make_table([a, dead, b]), ReportConfig(train_records=40, global_batch=10))
+    r = cost_report(make_table([a, dead, b]), CostReportConfig(train_records=40, global_batch=10))
     acc = {k: v * 3600 for k, v in r["account"].items()}
     assert acc["in_segment_pauses"] == pytest.approx(700.0)
     assert acc["useful_steps"] == pytest.approx(3.0 + 1.0 + 2.0 + 2.0)  # A: 1->4, 5->6; B: 6->8
@@ -97,7 +97,7 @@ def test_hand_built_account(make_table):
 
 def test_one_segment_adds_up_and_says_no_interruptions(make_table):
     a = seg(list(range(1, 21)), [5.0 + i for i in range(20)], start=0.0, end=30.0)
-    r = cost_report(make_table([a]), ReportConfig(train_records=40, global_batch=10))
+    r = cost_report(make_table([a]), CostReportConfig(train_records=40, global_batch=10))
     assert_adds_up(r)
     assert r["account"]["waiting"] == 0 and r["account"]["redone_steps"] == 0
     c = r["checkpoints"]
@@ -109,7 +109,7 @@ def test_one_segment_adds_up_and_says_no_interruptions(make_table):
 def test_overlapping_segments_are_reported_not_hidden(make_table):
     a = seg([1, 2, 3], [0.0, 10.0, 20.0])
     b = seg([1, 2, 3], [15.0, 25.0, 35.0], host="other")
-    r = cost_report(make_table([a, b]), ReportConfig(train_records=40, global_batch=10))
+    r = cost_report(make_table([a, b]), CostReportConfig(train_records=40, global_batch=10))
     assert r["account"]["overlap_hours"] * 3600 == pytest.approx(5.0)
     assert any("overlap" in w for w in r["warnings"])
 
@@ -119,7 +119,7 @@ def test_epochs_after_best(make_table):
     pts += [(V, 4, 4.5, 0.9), (V, 8, 8.5, 0.5), (V, 12, 12.5, 0.6), (V, 16, 16.5, 0.7),
             (V, 20, 20.5, 0.8)]
     r = cost_report(make_table([{"points": pts}]),
-                    ReportConfig(train_records=40, global_batch=10))
+                    CostReportConfig(train_records=40, global_batch=10))
     assert r["best_epoch"] == 2 and r["epochs_after_best"] == 3.0
     assert r["compute_hours_after_best"] == pytest.approx(12 * 1.0 / 3600)
 
@@ -128,7 +128,7 @@ def test_eta_from_the_last_segment(make_table):
     a = seg([1, 2, 3, 4], [0.0, 2.0, 4.0, 6.0])                    # 2 s/step
     b = seg([5, 6, 7, 8, 9, 10], [100.0, 101.0, 102.0, 103.0, 104.0, 105.0], end=110.0)
     r = cost_report(make_table([a, b]),
-                    ReportConfig(train_records=40, global_batch=10, target_epochs=5))
+                    CostReportConfig(train_records=40, global_batch=10, target_epochs=5))
     e = r["eta"]
     assert e["target_step"] == 20 and e["remaining_steps"] == 10
     assert e["step_time_s"] == 1.0 and e["step_time_from"] == "last segment's median"
@@ -137,7 +137,7 @@ def test_eta_from_the_last_segment(make_table):
     assert e["as_of_wall_time"] == 110.0
     assert e["finish_wall_time"] == pytest.approx(110.0 + 10 * r["calendar_overhead"])
     done = cost_report(make_table([a, b]),
-                       ReportConfig(train_records=40, global_batch=10, target_epochs=2))
+                       CostReportConfig(train_records=40, global_batch=10, target_epochs=2))
     assert done["eta"]["remaining_steps"] == 0 and done["eta"]["remaining_compute_hours"] == 0
 
 
@@ -180,7 +180,7 @@ def test_live_file_tail_is_not_damage(demo_factory, read_scalars, tmp_path, caps
     older = sorted(run.glob("events.out.tfevents.*"))[0]
     newest.write_bytes(data)
     older.write_bytes(older.read_bytes() + cut)
-    r = cost_reports(read_scalars(run), ReportConfig(**DEMO))["."]
+    r = cost_reports(read_scalars(run), CostReportConfig(**DEMO))["."]
     assert r["damaged_records"] == 1 and r["partial_tail_bytes"] == 0
 
 
@@ -189,7 +189,7 @@ def rampnet_report(rampnet_table):
     from rightsize.telemetry.report_config import ProjectionConfig
 
     proj = ProjectionConfig(150063, 150063, 600000, (1, 5, 12))
-    return cost_report(rampnet_table, ReportConfig(**RAMPNET, projection=proj))
+    return cost_report(rampnet_table, CostReportConfig(**RAMPNET, projection=proj))
 
 
 def test_rampnet_matches_the_published_write_up(rampnet_report):
@@ -233,7 +233,7 @@ def test_account_adds_up_on_every_corpus_run(read_scalars, rampnet):
     n = 0
     for sub in sorted(p for p in corpus.iterdir() if p.is_dir()):
         for name, r in cost_reports(read_scalars(sub),
-                                    ReportConfig(train_records=100, global_batch=10)).items():
+                                    CostReportConfig(train_records=100, global_batch=10)).items():
             assert_adds_up(r)
             assert r["account"]["overlap_hours"] == 0, (sub.name, name)
             n += 1

@@ -11,7 +11,7 @@ import yaml
 from rightsize.cli import main
 from rightsize.telemetry.cost_report import cost_report
 from rightsize.telemetry.demo import DemoConfig
-from rightsize.telemetry.report_config import ReportConfig
+from rightsize.telemetry.report_config import CostReportConfig
 
 REPO = Path(__file__).resolve().parents[2]
 EXACT = ("step_tag", "val_tag", "steps_per_epoch", "max_step", "val_epochs", "launches",
@@ -51,7 +51,7 @@ def test_cli_recovers_planted_truth(seed, log_every, demo_factory, read_scalars,
 
 def test_engine_recovers_truth_from_tensorboard_reader(demo_factory, tb_table):
     run, truth = demo_factory(3, 10)
-    cfg = ReportConfig(train_records=96000, global_batch=32, gpus=8, drop_last=True)
+    cfg = CostReportConfig(train_records=96000, global_batch=32, gpus=8, drop_last=True)
     check_truth(cost_report(tb_table(run), cfg), truth)
 
 

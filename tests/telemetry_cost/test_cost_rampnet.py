@@ -10,14 +10,14 @@ import pytest
 
 from rightsize.cli import main
 from rightsize.telemetry.cost_report import cost_report
-from rightsize.telemetry.report_config import ReportConfig
+from rightsize.telemetry.report_config import CostReportConfig
 
 GEOMETRY = {"train_records": 150063, "global_batch": 16, "gpus": 16, "drop_last": True}
 
 
 @pytest.fixture(scope="module")
 def report(rampnet_table):
-    return cost_report(rampnet_table, ReportConfig(**GEOMETRY))
+    return cost_report(rampnet_table, CostReportConfig(**GEOMETRY))
 
 
 def test_launches_segments_header_only(report, rampnet):

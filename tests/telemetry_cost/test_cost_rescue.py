@@ -10,8 +10,8 @@ import pytest
 
 from rightsize.cli import main
 from rightsize.errors import InputError, IntegrityError
-from rightsize.telemetry.manifest import parse_manifest, verify
 from rightsize.telemetry.rescue import rescue
+from rightsize.telemetry.sha256sums import parse_manifest, verify
 
 
 def errors(capsys) -> list[str]:

@@ -10,14 +10,14 @@ from hypothesis import strategies as st
 from rightsize.errors import DataError, InputError, ParamsError
 from rightsize.telemetry import cost
 from rightsize.telemetry.cost_report import cost_report, cost_reports
-from rightsize.telemetry.report_config import ReportConfig
+from rightsize.telemetry.report_config import CostReportConfig
 
 T, V = "loss/train", "loss/val"
 
 
-def cfg(**kw) -> ReportConfig:
+def cfg(**kw) -> CostReportConfig:
     base = {"train_records": 40, "global_batch": 10, "gpus": 2, "drop_last": True, "gap_s": 600}
-    return ReportConfig(**{**base, **kw})
+    return CostReportConfig(**{**base, **kw})
 
 
 def seg(steps, walls, tag=T, **kw) -> dict:

@@ -18,8 +18,9 @@ from pathlib import Path
 
 from rightsize.errors import ParamsError
 from rightsize.params import load_params, parse, require
+from rightsize.probe_registry import PROBES
 
-DEFAULT_PROBES = ("ecg", "echo", "concat", "fused")
+DEFAULT_PROBES = PROBES           # the registry's, in pipeline order
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,8 @@ from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
+from rightsize.fmt import as_float, num
 from rightsize.reporting.doc import Figure
-from rightsize.reporting.load import as_float, num
 
 FIGSIZE = (8.0, 4.0)
 DPI = 100

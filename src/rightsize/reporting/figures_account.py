@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from rightsize.reporting.account_parts import PARTS
+from rightsize.account_parts import PARTS
+from rightsize.fmt import num
 from rightsize.reporting.doc import Figure
 from rightsize.reporting.figures import _canvas, _png
-from rightsize.reporting.load import num
 
 
 def calendar_account(run: str, account: dict[str, Any] | None,

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from rightsize.fmt import num
 from rightsize.reporting.doc import Figure
 from rightsize.reporting.figures import _canvas, _png
-from rightsize.reporting.load import num
 
 
 def _heads(node: dict[str, Any]) -> list[float]:

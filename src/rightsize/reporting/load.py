@@ -122,33 +122,6 @@ def _to_float(text: str) -> float:
         return math.nan
 
 
-def get(data: Any, key: str, default: Any = None) -> Any:
-    """Value at dotted ``key`` (``"test.mae"``) of nested dicts, or ``default`` when absent."""
-    node = data
-    for part in key.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return default
-        node = node[part]
-    return node
-
-
-def as_float(value: Any) -> float | None:
-    """``value`` if it is a finite number, else ``None`` (booleans and strings are not).
-
-    An ``int`` stays an ``int`` so that counts (epochs, steps) print whole.
-    """
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    if isinstance(value, int):
-        return value
-    return value if math.isfinite(value) else None
-
-
-def num(data: Any, key: str) -> float | None:
-    """Finite number at dotted ``key``, else ``None``."""
-    return as_float(get(data, key))
-
-
 def load_inputs(metrics_dir: Path, runs: tuple[str, ...] | None, probes: tuple[str, ...],
                 seeds_json: Path | None = None) -> ReportInputs:
     """Read every metrics file under ``metrics_dir`` the report knows about.

@@ -9,11 +9,11 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any
 
-from rightsize.reporting import fmt
-from rightsize.reporting.account_parts import MEANING, PARTS, checkpoint_notes, checkpoint_rows
+from rightsize import fmt
+from rightsize.account_parts import MEANING, PARTS, checkpoint_notes, checkpoint_rows
+from rightsize.fmt import get, num
 from rightsize.reporting.doc import Block, Bullets, Note, Para, table
 from rightsize.reporting.figures_account import calendar_account
-from rightsize.reporting.load import get, num
 
 
 def _utc(t: float | None) -> str:

@@ -16,9 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from rightsize.reporting import fmt
+from rightsize import fmt
+from rightsize.fmt import num
 from rightsize.reporting.doc import Block, Heading, Note, table
-from rightsize.reporting.load import ReportInputs, num
+from rightsize.reporting.load import ReportInputs
 
 PATIENCES = (3, 5, 10)
 

@@ -6,10 +6,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from rightsize import fmt
 from rightsize.experiments import flatten
-from rightsize.reporting import figures, fmt
+from rightsize.fmt import get, num
+from rightsize.reporting import figures
 from rightsize.reporting.doc import Block, Heading, Note, Para, table
-from rightsize.reporting.load import ReportInputs, Source, get, num
+from rightsize.reporting.load import ReportInputs, Source
 from rightsize.reporting.sections_patience import patience_blocks
 from rightsize.reporting.sections_sizing import sizing_blocks
 from rightsize.reporting.sections_tokens import (

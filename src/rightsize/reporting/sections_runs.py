@@ -11,9 +11,11 @@ import json
 from datetime import datetime, timezone
 from typing import Any
 
-from rightsize.reporting import figures, fmt
+from rightsize import fmt
+from rightsize.fmt import as_float, get, num
+from rightsize.reporting import figures
 from rightsize.reporting.doc import Block, Bullets, Heading, Note, Para, slug, table
-from rightsize.reporting.load import ReportInputs, Source, as_float, get, num
+from rightsize.reporting.load import ReportInputs, Source
 from rightsize.reporting.sections_account import account_blocks
 
 MAX_DAMAGE_ITEMS = 20

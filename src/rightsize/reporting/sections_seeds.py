@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from rightsize.reporting import fmt
+from rightsize import fmt
+from rightsize.fmt import as_float
 from rightsize.reporting.doc import Block, Heading, Note, Para, table
-from rightsize.reporting.load import Source, as_float
+from rightsize.reporting.load import Source
 
 
 def seed_rows(data: Any, prefix: str = "") -> list[tuple[str, dict[str, Any]]]:

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from rightsize.reporting import figures_tokens, fmt
+from rightsize import fmt
+from rightsize.fmt import get, num
+from rightsize.reporting import figures_tokens
 from rightsize.reporting.doc import Block, Heading, Note, Para, table
-from rightsize.reporting.load import ReportInputs, Source, get, num
+from rightsize.reporting.load import ReportInputs, Source
 
 POOLING_WORDS = {  # the registry's ecg_pooling values, in words
     "mean": "the mean of the ECG tokens", "none": "no ECG",

@@ -14,9 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from rightsize.reporting import fmt
+from rightsize import fmt
+from rightsize.fmt import get, num
 from rightsize.reporting.config import ReportConfig
-from rightsize.reporting.load import ReportInputs, Source, get, num
+from rightsize.reporting.load import ReportInputs, Source
 
 GPU_QUESTION = "Do probe training and evaluation need a GPU?"
 FUSION_QUESTION = "Does fusion beat concatenation (test MAE)?"

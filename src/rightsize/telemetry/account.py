@@ -35,7 +35,7 @@ from rightsize.telemetry.table import FileInfo
 
 log = logging.getLogger(__name__)
 
-# the parts of the calendar; what each means, in words: rightsize.reporting.account_parts
+# the parts of the calendar; what each means, in words: rightsize.account_parts
 PARTS = ("useful_steps", "redone_steps", "in_segment_pauses", "startup", "tail", "waiting")
 
 

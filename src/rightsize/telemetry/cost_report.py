@@ -38,13 +38,13 @@ from rightsize.telemetry.account import Account, account
 from rightsize.telemetry.checkpoints import checkpoints
 from rightsize.telemetry.eta import eta
 from rightsize.telemetry.projection import mfu, projection
-from rightsize.telemetry.report_config import ReportConfig
+from rightsize.telemetry.report_config import CostReportConfig
 from rightsize.telemetry.table import FileInfo, Problem, ScalarTable
 
 log = logging.getLogger(__name__)
 
 
-def cost_reports(table: ScalarTable, cfg: ReportConfig) -> dict[str, dict[str, Any]]:
+def cost_reports(table: ScalarTable, cfg: CostReportConfig) -> dict[str, dict[str, Any]]:
     """One report per run in ``table`` (runs with no scalar points at all are skipped)."""
     out = {}
     for run in table.runs:
@@ -61,7 +61,8 @@ def _check_tag(tag: str, series: dict[str, cost.Series], flag: str, run: str) ->
                          f"(tags: {', '.join(sorted(series))})")
 
 
-def cost_report(table: ScalarTable, cfg: ReportConfig, run: str | None = None) -> dict[str, Any]:
+def cost_report(table: ScalarTable, cfg: CostReportConfig,
+                run: str | None = None) -> dict[str, Any]:
     """The cost report of ``run`` (the only run when None); see the module docs for keys."""
     if run is None:
         runs = table.runs

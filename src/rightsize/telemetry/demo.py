@@ -28,7 +28,7 @@ import numpy as np
 from rightsize import atomic
 from rightsize.errors import InputError
 from rightsize.params import require
-from rightsize.telemetry.manifest import manifest_for
+from rightsize.telemetry.sha256sums import manifest_for
 from rightsize.telemetry.writer import EventWriter
 
 log = logging.getLogger(__name__)

@@ -3,7 +3,7 @@
 ``params.yaml`` holds one ``telemetry.runs.<name>`` entry per rescued run plus the shared
 ``telemetry.gap_s``; :class:`TelemetryParams` parses that block (unknown keys are errors naming
 the dotted key, e.g. ``telemetry.runs.demo.foo``). The verb merges it with explicit command-line
-flags (flags win) into one frozen :class:`ReportConfig`, which is all the engine ever sees.
+flags (flags win) into one frozen :class:`CostReportConfig`, which is all the engine ever sees.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ class ProjectionConfig:
 
 
 @dataclass(frozen=True)
-class ReportConfig:
+class CostReportConfig:
     """Everything the cost report needs besides the event files themselves."""
 
     train_records: int                 # loader units iterated per training epoch (N)
@@ -124,7 +124,7 @@ class TelemetryParams:
 
 
 def resolve(flags: dict[str, object], run: RunParams | None = None,
-            gap_s: float | None = None) -> ReportConfig:
+            gap_s: float | None = None) -> CostReportConfig:
     """Merge explicit flags (None = not given) over a params entry into a checked config.
 
     ``flags`` keys are :class:`RunParams` field names plus ``gap_s`` and ``best``.
@@ -156,7 +156,7 @@ def resolve(flags: dict[str, object], run: RunParams | None = None,
     if all(v is not None for v in proj):
         projection = ProjectionConfig(*proj, epochs=tuple(epochs) if epochs else (1,))
     gap = flags.get("gap_s")
-    cfg = ReportConfig(
+    cfg = CostReportConfig(
         train_records=pick("train_records"),
         global_batch=pick("global_batch"),
         gpus=pick("gpus", 1),

@@ -2,7 +2,7 @@
 
 ``rescue(src, dest)`` copies every event file under ``src`` (same relative paths) into a
 hidden folder beside ``dest``, re-reads every copy against the hash taken while copying,
-writes ``SHA256SUMS`` (:mod:`rightsize.telemetry.manifest`), checks the folder lists
+writes ``SHA256SUMS`` (:mod:`rightsize.telemetry.sha256sums`), checks the folder lists
 exactly those files, and only then renames it into place. Any failure, Ctrl-C or SIGKILL
 leaves ``dest`` exactly as it was (absent, empty, or an earlier rescue); a hidden
 ``.<dest>.rescue-*`` folder left by a kill is deleted by the next rescue into ``dest``.
@@ -39,7 +39,8 @@ from pathlib import Path
 
 from rightsize import atomic
 from rightsize.errors import InputError, IntegrityError
-from rightsize.telemetry.manifest import (
+from rightsize.telemetry.runs import CannotRead, Link, Listing, Unreadable, list_tree
+from rightsize.telemetry.sha256sums import (
     CHUNK,
     MANIFEST,
     SKIPPED,
@@ -51,7 +52,6 @@ from rightsize.telemetry.manifest import (
     verify,
     write_manifest,
 )
-from rightsize.telemetry.runs import CannotRead, Link, Listing, Unreadable, list_tree
 
 log = logging.getLogger(__name__)
 

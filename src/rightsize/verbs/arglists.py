@@ -1,4 +1,5 @@
-"""The one comma-list argument parser of the verbs: ``"1,5,12"`` -> ``(1, 5, 12)``.
+"""The verbs' one argument-parsing module: comma lists (``"1,5,12"`` -> ``(1, 5, 12)``) and
+the number validators argparse calls (``type=``).
 
 Blank items are ignored (``"1,,2"`` is ``(1, 2)``; ``""`` is ``()``): callers that need
 at least (or exactly) one item say so in their own words. Errors are one line naming
@@ -8,6 +9,7 @@ the flag or key.
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Callable
 
 from rightsize.errors import InputError
@@ -40,3 +42,36 @@ def int_list_type(minimum: int | None = None) -> Callable[[str], tuple[int, ...]
             raise argparse.ArgumentTypeError(str(exc).split(": ", 1)[1]) from None
 
     return parse
+
+
+def pos_int(text: str) -> int:
+    """argparse ``type=``: an integer > 0 (else argparse's usage error, exit 2)."""
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if v <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return v
+
+
+def nonneg_int(text: str) -> int:
+    """argparse ``type=``: an integer >= 0 (else argparse's usage error, exit 2)."""
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
+    return v
+
+
+def pos_float(text: str) -> float:
+    """argparse ``type=``: a finite number > 0 (else argparse's usage error, exit 2)."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+    if not v > 0 or not math.isfinite(v):
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return v

@@ -151,7 +151,7 @@ def run_bench_encoder(args: argparse.Namespace) -> int:
 
 def summary_lines(r: dict[str, Any]) -> list[str]:
     """What was measured, in a few lines (stderr)."""
-    from rightsize.reporting.fmt import nbytes
+    from rightsize.fmt import nbytes
 
     hw = r["hardware"]
     where = hw.get("gpu") or f"{hw['cpu']} ({hw['threads']} threads)"

@@ -157,13 +157,10 @@ def run_train(args: argparse.Namespace) -> int:
     from rightsize.measure import Timer, hardware_stamp, peak_rss_mb
     from rightsize.probes.engine.checkpoint import save_checkpoint
     from rightsize.probes.engine.integrity import record_contents
+    from rightsize.probes.engine.replicas import save_replicas, seed_list
     from rightsize.probes.engine.runlog import RunLog
-    from rightsize.probes.evaluation.seeds import (
-        save_replicas,
-        seed_list,
-        train_seeds,
-        train_spread,
-    )
+    from rightsize.probes.engine.train import train_seeds
+    from rightsize.probes.evaluation.spread import train_spread
 
     with Timer() as t_load:
         arrays = load_arrays(args.manifest)
@@ -198,7 +195,7 @@ def run_train(args: argparse.Namespace) -> int:
         record_contents(staged)
     total = time.perf_counter() - start
     if args.metrics:
-        from rightsize.probes.evaluation.seeds import merge
+        from rightsize.probes.evaluation.spread import merge
 
         metrics = {
             "probe": args.probe, "params": sidecar["params"], "arch": fit.arch, **summary,
@@ -208,7 +205,9 @@ def run_train(args: argparse.Namespace) -> int:
             "wall_clock_s": {"load": t_load.seconds, "train": t_fit.seconds,
                              "save": t_save.seconds, "total": total},
             "peak_rss_mb": peak_rss_mb(), "peak_rss_mb_train": peak_train,
-            "hardware": hardware,
+            "hardware": hardware, "accelerator": fit.extra.get("accelerator", "none"),
+            **({"accelerator_skipped": fit.extra["accelerator_skipped"]}
+               if "accelerator_skipped" in fit.extra else {}),
         }
         merge(metrics, train_spread(fits, seed_list(cfg)))
         console.emit_json(args.metrics, _json_safe(metrics))
@@ -344,7 +343,8 @@ def _evaluate_and_emit(args: argparse.Namespace, model_dir: str, target: str, cf
     """
     from rightsize.probes.engine.checkpoint import checkpoint_bytes
     from rightsize.probes.evaluation.evaluate import evaluate_probe
-    from rightsize.probes.evaluation.seeds import evaluate_replicas, merge
+    from rightsize.probes.evaluation.replicas import evaluate_replicas
+    from rightsize.probes.evaluation.spread import merge
 
     with console.task(f"{args.probe}: predict and bootstrap {ecfg.n_bootstrap} resamples"):
         out = evaluate_probe(probe, sidecar, arrays, ecfg)

@@ -15,39 +15,9 @@ from typing import Any
 from rightsize import console
 from rightsize.errors import DataError, InputError, IntegrityError
 from rightsize.verbs import headline
-from rightsize.verbs.arglists import int_list_type
+from rightsize.verbs.arglists import int_list_type, nonneg_int, pos_float, pos_int
 
 _RAW = argparse.RawDescriptionHelpFormatter
-
-
-def _pos_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if v <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return v
-
-
-def _nonneg_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
-    return v
-
-
-def _pos_float(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
-    if not v > 0 or not math.isfinite(v):
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
-    return v
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -70,30 +40,30 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     g = p.add_argument_group("run geometry (flags win over --params)")
     g.add_argument("--params", metavar="YAML", help="fill flags from telemetry.runs.NAME")
     g.add_argument("--run", metavar="NAME", help="entry of telemetry.runs in --params")
-    g.add_argument("--train-records", type=_pos_int, metavar="N",
+    g.add_argument("--train-records", type=pos_int, metavar="N",
                    help="loader units per training epoch")
-    g.add_argument("--global-batch", type=_pos_int, metavar="B", help="units per step, all GPUs")
-    g.add_argument("--gpus", type=_pos_int, metavar="G", help="GPUs in the job (default 1)")
+    g.add_argument("--global-batch", type=pos_int, metavar="B", help="units per step, all GPUs")
+    g.add_argument("--gpus", type=pos_int, metavar="G", help="GPUs in the job (default 1)")
     g.add_argument("--drop-last", dest="drop_last", action="store_true", default=None,
                    help="loader drops the partial last batch")
     g.add_argument("--keep-last", dest="drop_last", action="store_false",
                    help="loader keeps the partial last batch (default)")
     g.add_argument("--step-tag", metavar="TAG", help="training-step tag (default: densest)")
     g.add_argument("--val-tag", metavar="TAG", help="per-epoch tag (default: detected)")
-    g.add_argument("--gap-s", type=_pos_float, metavar="S",
+    g.add_argument("--gap-s", type=pos_float, metavar="S",
                    help="deltas >= S seconds are pauses (default 600)")
     g.add_argument("--best", choices=("min", "max"), help="best epoch minimises (default) or "
                    "maximises the val tag")
-    g.add_argument("--target-epochs", type=_pos_int, metavar="E",
+    g.add_argument("--target-epochs", type=pos_int, metavar="E",
                    help="ETA: steps, compute and calendar hours left to reach E epochs")
     g = p.add_argument_group("projection and MFU")
-    g.add_argument("--base-records", type=_pos_int, metavar="R0", help="records measured")
-    g.add_argument("--base-units", type=_pos_int, metavar="U0", help="loader units they became")
-    g.add_argument("--records", type=_pos_int, metavar="R", help="target dataset size")
+    g.add_argument("--base-records", type=pos_int, metavar="R0", help="records measured")
+    g.add_argument("--base-units", type=pos_int, metavar="U0", help="loader units they became")
+    g.add_argument("--records", type=pos_int, metavar="R", help="target dataset size")
     g.add_argument("--epochs", type=int_list_type(minimum=1), metavar="E,E",
                    help="schedules, e.g. 1,5,12")
-    g.add_argument("--flops-per-unit", type=_pos_float, metavar="F", help="fwd+bwd FLOPs/unit")
-    g.add_argument("--peak-tflops", type=_pos_float, metavar="P", help="per-GPU peak TFLOP/s")
+    g.add_argument("--flops-per-unit", type=pos_float, metavar="F", help="fwd+bwd FLOPs/unit")
+    g.add_argument("--peak-tflops", type=pos_float, metavar="P", help="per-GPU peak TFLOP/s")
     g = p.add_argument_group("output")
     g.add_argument("--json", metavar="PATH",
                    help="write the report as JSON (the detail file); '-' prints it on stdout")
@@ -171,10 +141,10 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                "--truth data/telemetry/demo.truth.json")
     p.add_argument("dest", metavar="DEST")
     p.add_argument("--params", metavar="YAML", help="take the seed from demo.seed of this file")
-    p.add_argument("--seed", type=_nonneg_int, default=None,
+    p.add_argument("--seed", type=nonneg_int, default=None,
                    help="random seed (default: demo.seed of --params, else 0)")
     p.add_argument("--truth", metavar="PATH", help="write the planted truth JSON here")
-    p.add_argument("--log-every", type=_pos_int, default=1, metavar="K",
+    p.add_argument("--log-every", type=pos_int, default=1, metavar="K",
                    help="log the step tag every K steps (default 1)")
     p.set_defaults(func=run_demo)
 
@@ -213,7 +183,7 @@ def _config(args: argparse.Namespace) -> Any:
 def run_telemetry(args: argparse.Namespace) -> int:
     """The ``telemetry`` verb."""
     from rightsize import atomic
-    from rightsize.reporting.cost_text import render_report, render_runs
+    from rightsize.cost_text import render_report, render_runs
     from rightsize.telemetry.cost_report import cost_reports, live_tails
     from rightsize.telemetry.scalars import read_scalars, unreadable_error
     from rightsize.verbs.scalars import files_progress
@@ -345,7 +315,7 @@ def run_rescue(args: argparse.Namespace) -> int:
 def run_verify(args: argparse.Namespace) -> int:
     """The ``verify`` verb."""
     from rightsize import atomic
-    from rightsize.telemetry.manifest import verify
+    from rightsize.telemetry.sha256sums import verify
 
     atomic.check_writable(args.json)
     with console.task(f"verify: hashing the files listed in {Path(args.dir) / 'SHA256SUMS'}"):

@@ -1,14 +1,13 @@
 """Accelerators: every speed-up of the probe engine, behind this one boundary.
 
-A probe's model is its textbook forward (``rightsize.probes.<probe>``) trained by the one
+A probe's model is its textbook forward (``rightsize.probes.models.<probe>``) trained by the one
 loop (:mod:`rightsize.probes.engine.loop`) with autograd. An accelerator computes the same
 function faster for a special case, says when it applies, is chosen automatically, and is
 switched off with ``train.accelerate: false`` (:func:`use`). Two kinds:
 
-* **probe accelerators** (:class:`Accelerator`, listed in :data:`MODULES`), chosen per probe
-  by :func:`select` (the registry, :mod:`rightsize.probe_registry`, lists which a probe may
-  use): a replica trainer (``trainer``) and, for a torch probe, an inference forward
-  (``forward``);
+* **probe accelerators** (:class:`Accelerator`), declared per probe in its spec
+  (:mod:`rightsize.probes.registry`) and chosen by :func:`select`: a replica trainer
+  (``trainer``) and, for a torch probe, an inference forward (``forward``);
 * **kernel accelerators**, used by the textbook code and the probe accelerators alike:
   oneDNN routing of fp32 products (:mod:`.gemm`), torch's fused AdamW kernel (:mod:`.adamw`)
   and aten's GELU / layer-norm backward kernels (:mod:`.handgrad`). Each calls a private
@@ -16,7 +15,7 @@ switched off with ``train.accelerate: false`` (:func:`use`). Two kinds:
   when the API is missing or accelerators are off.
 
 An accelerator was written for the probe configuration of its day: it lists the config and
-architecture keys it ``knows``, and :func:`select` uses it only where every other key holds
+architecture keys it ``handles``, and :func:`select` uses it only where every other key holds
 its default value (so a new option, e.g. ``train.fused.layers``, leaves the accelerator off
 until someone teaches it). The tests hold every accelerator to autograd of the textbook
 forward (loss and every gradient, float64, dropout on, the same dropout masks).
@@ -32,43 +31,33 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from rightsize.probe_registry import resolve
-
 # Keys every accelerator understands (the input geometry; ECG tokens are each one's own test)
-COMMON = frozenset(("probe", "echo_dim", "ecg_dim", "pca_rank", "ecg_tokens", "ecg_pooling"))
+GEOMETRY_KEYS = frozenset(("probe", "echo_dim", "ecg_dim", "pca_rank", "ecg_tokens", "ecg_pooling"))
 
-# name -> "module:attribute" of the :class:`Accelerator`
-MODULES = {
-    "echo_numpy": "rightsize.probes.accel.echo_numpy:ACCELERATOR",
-    "concat_stacked": "rightsize.probes.accel.concat_stacked:ACCELERATOR",
-    "fused_pooled": "rightsize.probes.accel.fused_coords:POOLED",
-    "fused_tokens": "rightsize.probes.accel.fused_coords:TOKENS",
-}
-
-_STATE = {"on": True}
+_SWITCH = {"on": True}
 
 
 def enabled() -> bool:
     """True unless accelerators are switched off (``train.accelerate: false``)."""
-    return _STATE["on"]
+    return _SWITCH["on"]
 
 
 @contextlib.contextmanager
 def use(on: bool) -> Iterator[None]:
     """Run the block with accelerators on or off (``train.accelerate``); restore afterwards."""
-    old = _STATE["on"]
-    _STATE["on"] = bool(on)
+    old = _SWITCH["on"]
+    _SWITCH["on"] = bool(on)
     try:
         yield
     finally:
-        _STATE["on"] = old
+        _SWITCH["on"] = old
 
 
 @dataclass(frozen=True)
 class Accelerator:
     """One probe accelerator.
 
-    ``applies(facts)`` answers for the facts of a run (the probe's config block and its
+    ``applies(settings)`` answers for the settings of a run (the probe's config block and its
     architecture dict, :func:`select`); ``precondition`` says the same in words (docs,
     logs). ``trainer(job)`` builds the replica trainer the loop drives (``job`` is a
     :class:`rightsize.probes.engine.estimator.FitJob`); ``forward(module, **batch)`` is the
@@ -78,7 +67,7 @@ class Accelerator:
 
     name: str
     precondition: str
-    knows: frozenset[str]
+    handles: frozenset[str]
     applies: Callable[[dict[str, Any]], bool]
     trainer: Callable[[Any], Any]
     forward: Callable[..., Any] | None = None
@@ -86,26 +75,51 @@ class Accelerator:
     uses_torch: bool = True
 
 
-def load(name: str) -> Accelerator:
-    """The accelerator ``name`` (its module is imported here, not before)."""
-    return resolve(MODULES[name])
+def why_not(acc: Accelerator, settings: dict[str, Any], defaults: dict[str, Any]) -> str | None:
+    """Why ``acc`` does not cover ``settings`` (one clause), or None when it does.
+
+    It covers them where every key it does not handle (:attr:`Accelerator.handles`, beside
+    the input geometry) holds its default value, and its own ``applies`` holds.
+    """
+    unknown = {k: v for k, v in settings.items() if k not in acc.handles | GEOMETRY_KEYS}
+    changed = sorted(k for k, v in unknown.items() if not (k in defaults and defaults[k] == v))
+    if changed:
+        covers = [f"{k} == {defaults[k]!r}" if k in defaults else f"no {k}" for k in changed]
+        return (f"{', '.join(f'{k}={unknown[k]!r}' for k in changed)} not handled (it covers "
+                f"{', '.join(covers)}: {acc.precondition})")
+    if not acc.applies(settings):
+        return f"needs {acc.precondition}"
+    return None
 
 
-def select(names: tuple[str, ...], facts: dict[str, Any], defaults: dict[str, Any],
+Declared = Callable[[], Accelerator]     # a probe spec's accelerator: imports it when called
+
+
+def select(declared: tuple[Declared, ...], settings: dict[str, Any], defaults: dict[str, Any],
            on: bool | None = None) -> Accelerator | None:
-    """The first accelerator of ``names`` that applies to ``facts``, or None.
+    """The first of a probe's ``declared`` accelerators that covers ``settings``
+    (:func:`why_not`), or None; each is imported only once it is considered.
 
-    ``facts`` are the probe's config block and architecture (keys and values); ``defaults``
-    the config block's default values. An accelerator applies where accelerators are on,
-    every key of ``facts`` it does not know holds its default, and its own ``applies``
-    holds. ``on`` overrides :func:`enabled`.
+    ``settings`` are the probe's config block and architecture (keys and values); ``defaults``
+    the config block's default values. Nothing applies where accelerators are off; ``on``
+    overrides :func:`enabled`.
     """
     if not (enabled() if on is None else on):
         return None
-    for name in names:
-        acc = load(name)
-        unknown = {k: v for k, v in facts.items() if k not in acc.knows | COMMON}
-        if all(k in defaults and defaults[k] == v for k, v in unknown.items()) and \
-                acc.applies(facts):
+    for load in declared:
+        acc = load()
+        if why_not(acc, settings, defaults) is None:
             return acc
     return None
+
+
+def skipped(declared: tuple[Declared, ...], settings: dict[str, Any],
+            defaults: dict[str, Any], on: bool | None = None) -> str:
+    """One line saying why none of ``declared`` trains a probe with ``settings`` ("" when
+    one does, or the probe declares none)."""
+    if not declared or select(declared, settings, defaults, on) is not None:
+        return ""
+    accs = [load() for load in declared]
+    if not (enabled() if on is None else on):
+        return f"{', '.join(a.name for a in accs)} switched off (train.accelerate: false)"
+    return "; ".join(f"{a.name}: {why_not(a, settings, defaults)}" for a in accs)

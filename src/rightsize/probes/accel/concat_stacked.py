@@ -31,6 +31,7 @@ from torch import nn
 from rightsize.probes.accel import Accelerator
 from rightsize.probes.engine.torch_model import PREDICT_BATCH, TorchModel
 from rightsize.probes.engine.torch_replicas import Batch, TorchReplicas, init_modules
+from rightsize.probes.models.featurenorm import masked_mean
 
 F = nn.functional
 Params = dict[str, torch.Tensor]
@@ -52,18 +53,12 @@ def _linear(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None) -> 
     return y.view(k, *shape, w.shape[1])
 
 
-def _masked_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Mean of x (K, B, c, d) over the clips where mask (K, B, c) holds; 0 with none."""
-    m = mask.to(x.dtype).unsqueeze(-1)
-    return (x * m).sum(2) / m.sum(2).clamp(min=1)
-
-
 def concat_forward(m: nn.Module, P: Params, echo: torch.Tensor, clip_mask: torch.Tensor,
                    ecg: torch.Tensor, has_ecg: torch.Tensor, drop: Noise = None
                    ) -> torch.Tensor:
     """The concat probe's ``forward_encoded`` per replica: (K, B). ``drop`` draws the
     head-dropout keep-masks (None: eval mode)."""
-    x_e = _masked_mean(echo, clip_mask)                                      # (K, B, r)
+    x_e = masked_mean(echo, clip_mask)                                       # (K, B, r)
     x_g = ecg * has_ecg.unsqueeze(-1).to(ecg.dtype)
     h = (_linear(x_e, _lift(m.norm_echo, P[f"{FIRST}:echo"]))
          + _linear(x_g, _lift(m.norm_ecg, P[f"{FIRST}:ecg"]), P["mlp.0.bias"]))
@@ -90,7 +85,7 @@ def join_params(params: Params) -> Params:
     return out
 
 
-class Stacked(TorchReplicas):
+class AllReplicasBatched(TorchReplicas):
     """All replicas' parameters stacked (K, ...): one forward and backward per step."""
 
     def __init__(self, job: Any) -> None:
@@ -159,7 +154,7 @@ class Stacked(TorchReplicas):
 ACCELERATOR = Accelerator(
     name="concat_stacked",
     precondition="any concat probe: K replicas stacked (K >= 1), autograd once per step",
-    knows=frozenset(("epochs", "hidden", "dropout")),
-    applies=lambda facts: True,
-    trainer=Stacked,
+    handles=frozenset(("epochs", "hidden", "dropout")),
+    applies=lambda settings: True,
+    trainer=AllReplicasBatched,
 )

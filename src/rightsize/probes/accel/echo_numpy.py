@@ -136,7 +136,7 @@ def loss_and_grads(m: AttentiveEchoProbe, c: np.ndarray, mask: np.ndarray, y: np
 
 
 @dataclass
-class AdamW:
+class AdamWMoments:
     """AdamW moments of a set of named arrays (``torch.optim.AdamW`` defaults)."""
 
     lr: float
@@ -148,7 +148,8 @@ class AdamW:
     exp_avg_sq: dict[str, np.ndarray] | None = None
 
 
-def adamw_step(opt: AdamW, params: dict[str, np.ndarray], grads: dict[str, np.ndarray]) -> None:
+def adamw_step(opt: AdamWMoments, params: dict[str, np.ndarray],
+               grads: dict[str, np.ndarray]) -> None:
     """Update ``params`` in place with torch's AdamW rule (decoupled weight decay first)."""
     if opt.exp_avg is None or opt.exp_avg_sq is None:
         opt.exp_avg = {k: np.zeros_like(p) for k, p in params.items()}
@@ -208,7 +209,8 @@ class NumpyEchoReplicas:
         self.n, self.bs = len(job.train), job.cfg.batch_size
         self.params = [{k: getattr(m, k).copy() for k in PARAMS} for m in self.start]
         self.live = [replace(m, **p) for m, p in zip(self.start, self.params, strict=True)]
-        self.opts = [AdamW(lr=job.cfg.lr, weight_decay=job.cfg.weight_decay) for _ in self.start]
+        self.opts = [AdamWMoments(lr=job.cfg.lr, weight_decay=job.cfg.weight_decay)
+                     for _ in self.start]
         self.best: list[dict[str, np.ndarray] | None] = [None] * len(self.start)
 
     def start_epoch(self) -> None:
@@ -252,8 +254,8 @@ class NumpyEchoReplicas:
 ACCELERATOR = Accelerator(
     name="echo_numpy",
     precondition="any echo probe (it reads no ECG); trains and predicts on the CPU in numpy",
-    knows=frozenset(("epochs",)),
-    applies=lambda facts: True,
+    handles=frozenset(("epochs",)),
+    applies=lambda settings: True,
     trainer=NumpyEchoReplicas,
     uses_torch=False,
 )

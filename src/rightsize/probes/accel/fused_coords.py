@@ -25,9 +25,9 @@ Two accelerators use it, each for one fusion block (by the rule of
 * ``fused_pooled`` (``ecg_tokens`` 1): the training step is hand-written
   (:mod:`rightsize.probes.accel.fused_step`) where PCA is on and the batch is wide enough,
   else autograd of :func:`fuse_encoded` (:func:`coords_loss_backward`). Each replica steps in
-  turn (:class:`rightsize.probes.engine.torch_replicas.Lockstep`: a stacked autograd version of the
-  fused step measured 60 ms for 5 replicas against 5 x 7.7 ms for the hand-written one,
-  fusion_dim 256).
+  turn (:class:`rightsize.probes.engine.torch_replicas.ReplicaByReplica`: a stacked autograd
+  version of the fused step measured 60 ms for 5 replicas against 5 x 7.7 ms for the
+  hand-written one, fusion_dim 256).
 * ``fused_tokens`` (``ecg_tokens`` > 1): autograd of :func:`fuse_encoded`.
 
 Both are the inference forward of the models they train. The tests hold the forward, its
@@ -43,8 +43,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from rightsize.probes.accel import Accelerator
 from rightsize.probes.accel.gemm import linear, mm
+from rightsize.probes.engine.torch_replicas import autograd_loss_backward
 from rightsize.probes.models.featurenorm import masked_mean
 
 F = nn.functional
@@ -223,11 +223,7 @@ def coords_loss_backward(model: nn.Module, batch: dict[str, torch.Tensor], y: to
                          update: Any = None) -> torch.Tensor:
     """MSE of :func:`fuse_encoded` against ``y``; every ``.grad`` by autograd (``update``
     unused). The loss, no graph."""
-    for p in model.parameters():
-        p.grad = None
-    loss = F.mse_loss(fuse_encoded(model, **batch)[0], y)
-    loss.backward()
-    return loss.detach()
+    return autograd_loss_backward(model, batch, y, update, forward=fast_forward)
 
 
 def fast_forward(model: nn.Module, **batch: torch.Tensor) -> torch.Tensor:
@@ -238,36 +234,3 @@ def fast_forward(model: nn.Module, **batch: torch.Tensor) -> torch.Tensor:
 def fast_attend(model: nn.Module, **batch: torch.Tensor) -> tuple[torch.Tensor, ...]:
     """The prediction and per-head attention weights (:func:`fuse_encoded`)."""
     return fuse_encoded(model, **batch, need_weights=True)
-
-
-def _lockstep(loss_backward: Any) -> Any:
-    """A trainer factory: each replica's ``loss_backward`` in turn, inference by
-    :func:`fuse_encoded`."""
-    def trainer(job: Any) -> Any:
-        from rightsize.probes.engine.torch_replicas import Lockstep, init_modules
-
-        models, rng_states = init_modules(job)
-        return Lockstep(job, models, rng_states, loss_backward=loss_backward,
-                        forward=fast_forward, attend=fast_attend)
-    return trainer
-
-
-def _hand_step(model: nn.Module, batch: dict[str, torch.Tensor], y: torch.Tensor,
-               update: Any = None) -> torch.Tensor:
-    from rightsize.probes.accel.fused_step import fused_loss_backward
-
-    return fused_loss_backward(model, batch, y, update)
-
-
-KNOWS = frozenset(("epochs", "fusion_dim", "heads", "hidden", "dropout", "modality_dropout"))
-# fused_tokens also takes the echo->ECG score multiplier (train.fused.attn_scale)
-POOLED = Accelerator(
-    name="fused_pooled",
-    precondition="fused probe with one ECG token per subject (pooled) and one fusion block",
-    knows=KNOWS, applies=lambda facts: facts.get("ecg_tokens", 1) == 1,
-    trainer=_lockstep(_hand_step), forward=fast_forward, attend=fast_attend)
-TOKENS = Accelerator(
-    name="fused_tokens",
-    precondition="fused probe with N > 1 ECG tokens per subject and one fusion block",
-    knows=KNOWS | {"attn_scale"}, applies=lambda facts: facts.get("ecg_tokens", 1) > 1,
-    trainer=_lockstep(coords_loss_backward), forward=fast_forward, attend=fast_attend)

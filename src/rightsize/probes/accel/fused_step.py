@@ -29,10 +29,17 @@ coordinates ``px`` mapped through the value basis.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 
-from rightsize.probes.accel.fused_coords import coords_loss_backward, per_batch_cheaper
+from rightsize.probes.accel import Accelerator
+from rightsize.probes.accel.fused_coords import (
+    coords_loss_backward,
+    fast_attend,
+    fast_forward,
+    per_batch_cheaper,
+)
 from rightsize.probes.accel.gemm import linear, mm, routes
 from rightsize.probes.accel.handgrad import (
     gelu_dropout_linear_mse,
@@ -40,7 +47,7 @@ from rightsize.probes.accel.handgrad import (
     layer_norm_backward,
     named_parameters,
 )
-from rightsize.probes.engine.torch_replicas import Batch, Update
+from rightsize.probes.engine.torch_replicas import Batch, ReplicaByReplica, Update, init_modules
 from rightsize.probes.models.fused import CrossAttnFusedProbe
 
 # The weight matrices, whose gradients a step with ``update`` hands over as it goes (the
@@ -352,3 +359,27 @@ def _loss_and_grads(m: CrossAttnFusedProbe, echo: torch.Tensor, clip_mask: torch
     gr["ecg_proj.bias"].copy_(d_xg[r_g])
     gr["ecg_null"].copy_(d_xg[r_g + 1].view(1, 1, d))
     return loss
+
+
+def _replica_by_replica(loss_backward: Any) -> Any:
+    """A trainer factory: each replica's ``loss_backward`` in turn, inference by
+    :func:`fuse_encoded`."""
+    def trainer(job: Any) -> Any:
+        models, rng_states = init_modules(job)
+        return ReplicaByReplica(job, models, rng_states, loss_backward=loss_backward,
+                        forward=fast_forward, attend=fast_attend)
+    return trainer
+
+
+HANDLES = frozenset(("epochs", "fusion_dim", "heads", "hidden", "dropout", "modality_dropout"))
+POOLED = Accelerator(
+    name="fused_pooled",
+    precondition="fused probe with one ECG token per subject (pooled) and one fusion block",
+    handles=HANDLES, applies=lambda settings: settings.get("ecg_tokens", 1) == 1,
+    trainer=_replica_by_replica(fused_loss_backward), forward=fast_forward, attend=fast_attend)
+TOKENS = Accelerator(
+    name="fused_tokens",
+    precondition="fused probe with N > 1 ECG tokens per subject and one fusion block",
+    handles=HANDLES | {"attn_scale"},   # the echo->ECG score multiplier (train.fused.attn_scale)
+    applies=lambda settings: settings.get("ecg_tokens", 1) > 1,
+    trainer=_replica_by_replica(coords_loss_backward), forward=fast_forward, attend=fast_attend)

@@ -24,11 +24,11 @@ from typing import Any
 
 from rightsize.atomic import write_json
 from rightsize.errors import DataError, InputError
-from rightsize.probe_registry import entry, resolve
 from rightsize.probes.engine.data import Standardizer
 from rightsize.probes.engine.integrity import check_weights_fit
 from rightsize.probes.engine.npzfile import WEIGHTS as NPZ_WEIGHTS
 from rightsize.probes.engine.predict import Probe
+from rightsize.probes.registry import spec as probe_spec
 
 FORMAT = 1
 SIDECAR = "checkpoint.json"
@@ -56,7 +56,7 @@ def save_checkpoint(out_dir: str | os.PathLike[str], probe: Probe, arch: dict[st
         "arch": arch,
         "params": probe.n_params,
         "standardization": {"mean": probe.std.mean, "sd": probe.std.sd},
-        "ef_score": entry(probe.name).ef_score,
+        "ef_score": probe_spec(probe.name).ef_score,
         "weights": weights,
         **info,
     }
@@ -105,11 +105,13 @@ def load_checkpoint(model_dir: str | os.PathLike[str], probe: str | None = None,
     wpath = Path(model_dir) / weights
     if not wpath.is_file():
         raise InputError(f"{wpath}: weights file not found")
-    spec = entry(name)
+    numpy_model = probe_spec(name).numpy_model
     if weights == NPZ_WEIGHTS:
-        model = resolve(spec.numpy_model).load(model_dir)
+        if numpy_model is None:
+            raise DataError(f"{wpath}: probe {name!r} has no numpy model")
+        model = numpy_model().load(model_dir)
         return check_weights_fit(Probe(name, model, std), side["arch"], wpath), side
-    from rightsize.probes.engine.torch_model import load_torch_model
+    from rightsize.probes.engine.build import load_torch_model
 
     try:
         model = load_torch_model(name, side["arch"], device, accelerate)

@@ -1,6 +1,6 @@
 """One interface for every probe: architecture, fit (K seed replicas), load, input checks.
 
-An :class:`Estimator` is a probe's registry entry (:mod:`rightsize.probe_registry`) with
+An :class:`Estimator` is a probe's spec (:mod:`rightsize.probes.registry`) with
 the ``train`` config. ``fit`` trains K replicas and returns one :class:`FitResult` per
 seed, each holding a :class:`~rightsize.probes.engine.predict.Probe` (predict / mae / attention,
 saved and loaded by :mod:`rightsize.probes.engine.checkpoint`); train, evaluate, the
@@ -17,33 +17,20 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+from rightsize import console
 from rightsize.errors import InputError
-from rightsize.probe_registry import Entry, entry, resolve
 from rightsize.probes import accel
+from rightsize.probes.engine.build import build_module, config_defaults
 from rightsize.probes.engine.config import SCHEDULE_KEYS, TrainConfig
 from rightsize.probes.engine.data import Moments, SplitData, Standardizer, ecg_tokens
+from rightsize.probes.engine.fitted import FitResult
 from rightsize.probes.engine.loop import train as train_loop
 from rightsize.probes.engine.predict import Probe
 from rightsize.probes.engine.runlog import RunLog
-
-
-@dataclass
-class FitResult:
-    """A trained replica and how it got there."""
-
-    probe: Probe
-    arch: dict[str, Any]
-    best_epoch: int
-    epochs: int
-    steps: int                       # optimizer steps taken (1 for a closed-form probe)
-    train_loss: list[float]          # per epoch, standardized MSE
-    val_loss: list[float]
-    val_mae: float                   # best epoch, percent
-    train_mae: float                 # best epoch, percent
-    extra: dict[str, Any] = field(default_factory=dict)
+from rightsize.probes.registry import ProbeSpec, spec
 
 
 @dataclass(frozen=True)
@@ -53,7 +40,7 @@ class FitJob:
     name: str
     arch: dict[str, Any]
     cfg: TrainConfig
-    sub: Any                         # the probe's config block (``cfg.<probe>``)
+    probe_config: Any                # the probe's config block (``cfg.<probe>``)
     train: SplitData
     val: SplitData
     std: Standardizer
@@ -68,8 +55,8 @@ class Estimator:
 
     def __init__(self, name: str, cfg: TrainConfig, device: str = "cpu") -> None:
         self.name, self.cfg, self.device = name, cfg, device
-        self.entry: Entry = entry(name)
-        self.sub = getattr(cfg, name)
+        self.spec: ProbeSpec = spec(name)
+        self.probe_config = self.spec.block(cfg)
 
     def arch(self, data: SplitData) -> dict[str, Any]:
         """The JSON-able architecture of a model for ``data``'s input geometry: the probe,
@@ -78,11 +65,11 @@ class Estimator:
         arch: dict[str, Any] = {"probe": self.name, "echo_dim": int(data.echo.shape[-1]),
                                 "ecg_dim": int(data.ecg.shape[-1]),
                                 "pca_rank": int(self.cfg.pca_rank)}
-        for f in fields(self.sub):
+        for f in fields(self.probe_config):
             if f.name not in SCHEDULE_KEYS:
-                arch[f.name] = getattr(self.sub, f.name)
+                arch[f.name] = getattr(self.probe_config, f.name)
         arch["ecg_tokens"] = ecg_tokens(data.ecg)
-        arch["ecg_pooling"] = self.entry.ecg_pooling
+        arch["ecg_pooling"] = self.spec.ecg_pooling
         return arch
 
     def accelerator(self, arch: dict[str, Any] | None = None) -> accel.Accelerator | None:
@@ -90,14 +77,21 @@ class Estimator:
 
         Without ``arch`` (before the data is read) the answer is the config's alone.
         """
-        facts = {**asdict(self.sub), **(arch or {})}
-        return accel.select(self.entry.accelerators, facts, config_defaults(self.name),
+        settings = {**asdict(self.probe_config), **(arch or {})}
+        return accel.select(self.spec.accelerators, settings, config_defaults(self.name),
                             on=self.cfg.accelerate)
+
+    def skipped_accelerators(self, arch: dict[str, Any] | None = None) -> str:
+        """Why none of the probe's declared accelerators applies ("" when one does, or the
+        probe declares none): :func:`rightsize.probes.accel.skipped`."""
+        settings = {**asdict(self.probe_config), **(arch or {})}
+        return accel.skipped(self.spec.accelerators, settings, config_defaults(self.name),
+                             on=self.cfg.accelerate)
 
     @property
     def uses_torch(self) -> bool:
         """True when training or predicting this probe loads torch (False: numpy only)."""
-        if self.entry.closed_form:
+        if self.spec.closed_form:
             return False
         acc = self.accelerator()
         return acc is None or acc.uses_torch
@@ -111,14 +105,19 @@ class Estimator:
         """One replica per seed, trained on ``train``, each at its best ``val`` epoch;
         ``runlog`` receives replica 0's epochs."""
         std = Standardizer.fit(train.lvef)
-        if self.entry.closed_form:
-            fit = resolve(self.entry.closed_form)(self, train, val, std, runlog)
+        if self.spec.closed_form:
+            fit = self.spec.closed_form()(self, train, val, std, runlog)
             return [fit] * len(seeds)
         arch = self.arch(train)
-        moments = Moments.fit(train, self.cfg.pca_rank, ecg=self.entry.uses_ecg,
+        moments = Moments.fit(train, self.cfg.pca_rank, ecg=self.spec.uses_ecg,
                               threads=self.cfg.threads)
         acc = self.accelerator(arch)
-        job = FitJob(self.name, arch, self.cfg, self.sub, train, val, std, moments, seeds,
+        skipped = self.skipped_accelerators(arch)
+        if skipped:
+            say = console.info if not self.cfg.accelerate else console.warn
+            say(f"{self.name}: no accelerator, training autograd of the textbook forward "
+                f"({skipped})")
+        job = FitJob(self.name, arch, self.cfg, self.probe_config, train, val, std, moments, seeds,
                      self.device, self.build)
         with accel.use(self.cfg.accelerate), self._runtime(acc):
             if acc is not None:
@@ -127,17 +126,19 @@ class Estimator:
                 from rightsize.probes.engine.torch_replicas import textbook_trainer
 
                 trainer = textbook_trainer(job)
-            reps = train_loop(trainer, len(train), self.cfg.batch_size, self.sub.epochs,
+            reps = train_loop(trainer, len(train), self.cfg.batch_size, self.probe_config.epochs,
                               self.name, seeds, runlog)
             del trainer       # its batches and optimizer state, before predicting the splits
             out = []
             for rep in reps:
                 probe = Probe(self.name, rep.model, std)
                 out.append(FitResult(probe=probe, arch=arch, best_epoch=rep.best_epoch,
-                                     epochs=self.sub.epochs, steps=rep.steps,
+                                     epochs=self.probe_config.epochs, steps=rep.steps,
                                      train_loss=rep.train_loss, val_loss=rep.val_loss,
                                      val_mae=probe.mae(val), train_mae=probe.mae(train),
-                                     extra={"accelerator": acc.name if acc else "none"}))
+                                     extra={"accelerator": acc.name if acc else "none",
+                                            **({"accelerator_skipped": skipped}
+                                               if skipped else {})}))
         return out
 
     @contextlib.contextmanager
@@ -153,29 +154,6 @@ class Estimator:
 
             with threadpool_limits(limits=self.cfg.threads):
                 yield
-
-
-# Architecture keys that describe the inputs, not the module's constructor
-INPUT_KEYS = ("probe", "ecg_tokens", "ecg_pooling")
-
-
-def config_defaults(name: str) -> dict[str, Any]:
-    """Default value of every key of probe ``name``'s config block."""
-    block = TrainConfig.__dataclass_fields__[name].default_factory()   # type: ignore[misc]
-    return {f.name: getattr(block, f.name) for f in fields(block)}
-
-
-def build_module(name: str, arch: dict[str, Any]) -> Any:
-    """Probe ``name``'s textbook torch module for architecture ``arch`` (fresh parameters;
-    ``TypeError`` for an arch key its constructor does not take)."""
-    cls = resolve(entry(name).model)
-    return cls(**{k: v for k, v in arch.items() if k not in INPUT_KEYS})
-
-
-def inference_accelerator(name: str, arch: dict[str, Any],
-                          on: bool) -> accel.Accelerator | None:
-    """The accelerator whose forward predicts with a saved ``arch`` model, or None."""
-    return accel.select(entry(name).accelerators, arch, config_defaults(name), on=on)
 
 
 def check_inputs(arch: dict[str, Any], data: SplitData | Any, where: str, manifest: str) -> None:

@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 
 from rightsize.atomic import write_json
 from rightsize.errors import DataError
-from rightsize.telemetry.manifest import sha256_file
+from rightsize.telemetry.sha256sums import sha256_file
 
 CONTENTS = "contents"      # sidecar key: {relative path: sha256 hex} of the folder's files
 SIDECAR = "checkpoint.json"

@@ -3,7 +3,7 @@
 Every gradient-trained probe (echo, concat, fused) trains here, K = 1 as well as the
 default pipeline's K = ``train.seeds``; the closed-form ECG probe has no loop. What a step
 computes is the trainer's business: the textbook trainer (autograd of the probe's textbook
-forward, :class:`rightsize.probes.engine.torch_replicas.Lockstep`) or an accelerator's
+forward, :class:`rightsize.probes.engine.torch_replicas.ReplicaByReplica`) or an accelerator's
 (:mod:`rightsize.probes.accel`). The loop owns what every probe shares: epochs of
 ``ceil(n / batch_size)`` steps over a per-replica permutation, the step wall times,
 replica 0's curves and events (:class:`~rightsize.probes.engine.runlog.RunLog`), and the choice

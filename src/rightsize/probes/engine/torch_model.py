@@ -138,17 +138,3 @@ class TorchModel:
             raise DataError(f"{path}: cannot load weights ({msg})") from None
         self.module.to(self.device).eval()
         return self
-
-
-def load_torch_model(name: str, arch: dict[str, Any], device: Any = "cpu",
-                     accelerate: bool = True) -> TorchModel:
-    """Probe ``name``'s module for ``arch`` (weights not yet loaded:
-    :meth:`TorchModel.load_weights`), with the inference forward of the accelerator that
-    applies to it, if any."""
-    from rightsize.probes.engine.estimator import build_module, inference_accelerator
-
-    module = build_module(name, arch)
-    acc = inference_accelerator(name, arch, accelerate)
-    if acc is None:
-        return TorchModel(module, device=device, accelerate=accelerate)
-    return TorchModel(module, acc.forward, acc.attend, device, accelerate)

@@ -10,7 +10,7 @@ computed once for all replicas. Every epoch gathers all replicas' shuffled rows 
 one AdamW call per step updates every replica (AdamW is elementwise: each replica's
 update is its own).
 
-:class:`TorchReplicas` holds that shared part; :class:`Lockstep` takes each replica's step
+:class:`TorchReplicas` holds that shared part; :class:`ReplicaByReplica` takes each replica's step
 in turn, by a ``loss_backward`` function: autograd of the module's textbook forward
 (:func:`autograd_loss_backward`, the engine's reference) unless an accelerator brings its
 own (:mod:`rightsize.probes.accel`).
@@ -84,12 +84,15 @@ def init_modules(job: Any) -> tuple[list[nn.Module], list[torch.Tensor]]:
 
 
 def autograd_loss_backward(model: nn.Module, batch: Batch, y: torch.Tensor,
-                           update: Update | None = None) -> torch.Tensor:
-    """MSE of the textbook ``model.forward_encoded(**batch)`` against ``y``; each parameter's
-    ``.grad`` replaced by its autograd gradient (``update`` unused). The loss, no graph."""
+                           update: Update | None = None,
+                           forward: Forward | None = None) -> torch.Tensor:
+    """MSE of ``forward(model, **batch)`` (default: the textbook ``model.forward_encoded``)
+    against ``y``; each parameter's ``.grad`` replaced by its autograd gradient (``update``
+    unused). The loss, no graph."""
     for p in model.parameters():
         p.grad = None
-    loss = nn.functional.mse_loss(model.forward_encoded(**batch), y)
+    out = model.forward_encoded(**batch) if forward is None else forward(model, **batch)
+    loss = nn.functional.mse_loss(out, y)
     loss.backward()
     return loss.detach()
 
@@ -126,7 +129,7 @@ class TorchReplicas:
         self.sizes = torch.tensor([min(bs, self.n - j * bs) for j in range(n_steps)],
                                   dtype=torch.float64)
         self.step_loss = torch.empty(n_steps, self.k, device=job.device)
-        self.p_mod = float(getattr(job.sub, "modality_dropout", 0.0))
+        self.p_mod = float(getattr(job.probe_config, "modality_dropout", 0.0))
         self.opt = AdamW(self.tensors(), lr=job.cfg.lr, weight_decay=job.cfg.weight_decay)
 
     def tensors(self) -> list[torch.Tensor]:
@@ -159,7 +162,7 @@ class TorchReplicas:
         return train, losses[:, 0].tolist()
 
 
-class Lockstep(TorchReplicas):
+class ReplicaByReplica(TorchReplicas):
     """Each replica's own step in turn, with its own global-RNG stream.
 
     ``loss_backward(model, batch, y, update)`` is one replica's step (default: autograd of
@@ -219,7 +222,7 @@ class Lockstep(TorchReplicas):
         return out
 
 
-def textbook_trainer(job: Any) -> Lockstep:
+def textbook_trainer(job: Any) -> ReplicaByReplica:
     """The reference trainer: autograd of each replica's textbook forward, in turn."""
     models, rng_states = init_modules(job)
-    return Lockstep(job, models, rng_states)
+    return ReplicaByReplica(job, models, rng_states)

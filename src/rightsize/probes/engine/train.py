@@ -16,8 +16,8 @@ from rightsize.cohort.arrays import CohortArrays
 from rightsize.probes.engine.config import TrainConfig
 from rightsize.probes.engine.data import split_data
 from rightsize.probes.engine.estimator import Estimator, FitResult
+from rightsize.probes.engine.replicas import seed_list
 from rightsize.probes.engine.runlog import RunLog
-from rightsize.probes.evaluation.seeds import seed_list
 
 __all__ = ["FitResult", "resolve_device", "train_probe", "train_seeds"]
 

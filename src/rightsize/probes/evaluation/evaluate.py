@@ -10,7 +10,7 @@ probe reads a subject's ECG tokens, from the checkpoint's arch) and, for the fus
 ``attention_entropy.{echo_to_ecg,ecg_to_echo}`` (+ ``*_max`` = mean log(n_keys) and
 ``*_null`` = mean weight on the null token). The seed replicas' keys and, with a truth file
 of planted ECG tokens, ``attention.echo_to_ecg`` come from
-:func:`rightsize.probes.evaluation.seeds.evaluate_replicas`.
+:func:`rightsize.probes.evaluation.replicas.evaluate_replicas`.
 """
 
 from __future__ import annotations

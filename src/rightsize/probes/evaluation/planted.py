@@ -35,7 +35,7 @@ import numpy as np
 
 from rightsize.probes.engine.data import SplitData
 from rightsize.probes.engine.predict import Probe
-from rightsize.probes.evaluation.seeds import add_spread
+from rightsize.probes.evaluation.spread import add_spread
 
 
 @dataclass(frozen=True)

@@ -180,7 +180,7 @@ def checkpoint_footprint(model_dir: Path) -> dict[str, int]:
                      f"{params} numbers (reporting the counted number)")
     elif claimed is not None and claimed != params:
         log.debug("%s: sidecar %d params, weights hold %d numbers", model_dir, claimed, params)
-    from rightsize.probes.evaluation.seeds import replica_dirs
+    from rightsize.probes.engine.replicas import replica_dirs
 
     return {"bytes": tree_bytes(model_dir), "params": params,
             "replicas": 1 + len(replica_dirs(model_dir))}

@@ -141,10 +141,10 @@ def fit_probe(est: Any, train: SplitData, val: SplitData, std: Standardizer,
               runlog: RunLog | None = None) -> Any:
     """The ECG probe as a :class:`~rightsize.probes.engine.estimator.FitResult` (one "epoch");
     ``est`` is its :class:`~rightsize.probes.engine.estimator.Estimator`."""
-    from rightsize.probes.engine.estimator import FitResult
+    from rightsize.probes.engine.fitted import FitResult
     from rightsize.probes.engine.predict import Probe
 
-    model, grid = fit_linear(train, val, std, est.sub, threads=est.cfg.threads)
+    model, grid = fit_linear(train, val, std, est.probe_config, threads=est.cfg.threads)
     t1 = time.time()
     probe = Probe(est.name, model, std)
     train_loss = float(np.mean((model.predict_z(train) - std.forward(train.lvef)) ** 2))
@@ -154,7 +154,7 @@ def fit_probe(est: Any, train: SplitData, val: SplitData, std: Standardizer,
     arch = {"probe": est.name, "echo_dim": int(train.echo.shape[-1]),
             "ecg_dim": int(train.ecg.shape[-1]), "alpha": grid["alpha"], "C": grid["C"],
             "ecg_tokens": ecg_tokens(train.ecg),
-            "ecg_pooling": est.entry.ecg_pooling}
+            "ecg_pooling": est.spec.ecg_pooling}
     return FitResult(probe=probe, arch=arch, best_epoch=1, epochs=1, steps=1,
                      train_loss=[train_loss], val_loss=[val_loss], val_mae=probe.mae(val),
                      train_mae=probe.mae(train),

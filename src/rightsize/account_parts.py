@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from rightsize.reporting import fmt
-from rightsize.reporting.load import num
+from rightsize import fmt
+from rightsize.fmt import num
 
 PARTS = (                     # (key, label, colour): the figure's bars and the table's rows
     ("useful_steps", "useful steps", "#2ca02c"),

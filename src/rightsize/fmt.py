@@ -1,4 +1,6 @@
-"""Number formatting shared by the report's tables and verdicts (one style everywhere)."""
+"""Number formatting shared by the report, the verbs and their text output (one style
+everywhere), and the dotted-key reads of metrics files it formats.
+"""
 
 from __future__ import annotations
 
@@ -95,3 +97,32 @@ def count_word(n: int) -> str:
     """``four`` for small counts, digits otherwise."""
     words = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
     return words[n] if 0 <= n < len(words) else str(n)
+
+
+# The values it formats: numbers read from metrics files by dotted key
+
+def get(data: Any, key: str, default: Any = None) -> Any:
+    """Value at dotted ``key`` (``"test.mae"``) of nested dicts, or ``default`` when absent."""
+    node = data
+    for part in key.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return default
+        node = node[part]
+    return node
+
+
+def as_float(value: Any) -> float | None:
+    """``value`` if it is a finite number, else ``None`` (booleans and strings are not).
+
+    An ``int`` stays an ``int`` so that counts (epochs, steps) print whole.
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if isinstance(value, int):
+        return value
+    return value if math.isfinite(value) else None
+
+
+def num(data: Any, key: str) -> float | None:
+    """Finite number at dotted ``key``, else ``None``."""
+    return as_float(get(data, key))

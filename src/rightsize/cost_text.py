@@ -10,7 +10,7 @@ import io
 from collections.abc import Sequence
 from typing import Any
 
-from rightsize.reporting.account_parts import MEANING, checkpoint_notes, checkpoint_rows
+from rightsize.account_parts import MEANING, checkpoint_notes, checkpoint_rows
 
 
 def _fmt(v: Any, digits: int = 4) -> str:
