@@ -40,6 +40,7 @@ VERBS = {                         # verb -> the module that registers it (tests 
     "evaluate": "rightsize.verbs.probes",
     "missing-modality": "rightsize.verbs.probes",
     "token-cost": "rightsize.verbs.token_cost",
+    "planted-ceiling": "rightsize.verbs.ceiling",
     "footprint": "rightsize.verbs.footprint",
     "sizing": "rightsize.verbs.sizing",
     "bench-encoder": "rightsize.verbs.bench",

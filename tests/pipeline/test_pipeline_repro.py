@@ -23,7 +23,7 @@ pytestmark = pytest.mark.slow
 ALL_STAGES = {
     "demo_run", "verify@demo", "telemetry@demo", "cohort", "footprint",
     "sizing", "encoder_bench@ecg", "encoder_bench@echo", "token_cost", "ecg_demo", "extract",
-    *(f"train@{p}" for p in PROBES),
+    "planted_ceiling", *(f"train@{p}" for p in PROBES),
     *(f"probe_telemetry@{p}" for p in GRADIENT_TRAINED),
 }
 
@@ -60,7 +60,8 @@ def test_metrics_show_lists_the_headline_files_and_the_detail_beside_them(built_
         "metrics/headline/telemetry/demo.json", "metrics/headline/cohort.json",
         "metrics/headline/footprint.json", "metrics/headline/sizing.json",
         "metrics/headline/encoders/ecg.json", "metrics/headline/encoders/echo.json",
-        "metrics/headline/token_cost.json", "metrics/headline/extract.json"}
+        "metrics/headline/token_cost.json", "metrics/headline/extract.json",
+        "metrics/headline/planted_ceiling.json"}
     head = {k: v for doc in metrics.values() for k, v in flatten(doc).items()}
 
     def detail(rel: str) -> dict:

@@ -238,3 +238,55 @@ def test_mix_two_keys_is_the_projected_convex_mix(clips):
     per_head_w = w.repeat_interleave(d // heads, dim=-1)               # (b, clips, d)
     expect = out(v_null + per_head_w * (v_key.unsqueeze(1) - v_null))
     torch.testing.assert_close(mix_two_keys(w, v_null, v_key, out, heads), expect)
+
+
+@pytest.mark.parametrize("rank, rows", [(0, 7), (8, 42)])
+def test_attn_scale_multiplies_the_echo_to_ecg_scores_in_both_forwards(rank, rows):
+    """train.fused.attn_scale: the textbook echo->ECG scores times the factor (torch's
+    multi-head attention on queries scaled by it), and fused_tokens' forward, weights and
+    every gradient equal to autograd of that textbook forward (N = 3 tokens)."""
+    from rightsize.probes.models.fused import CrossAttnFusedProbe
+
+    from .probe_fixtures import DE, DG
+
+    def build(scale):
+        torch.manual_seed(5)
+        return randomized(lambda r: CrossAttnFusedProbe(DE, DG, fusion_dim=16, heads=4,
+                                                        hidden=16, pca_rank=r,
+                                                        attn_scale=scale), rank).eval()
+
+    plain, sharp = build(1.0), build(2.5)
+    sharp.load_state_dict(plain.state_dict())
+    enc = sharp.encode(*probe_inputs(5, rows, tokens=3))
+    _, w_plain, _ = plain.attend(**enc)
+    ref, w_ref, _ = sharp.attend(**enc)
+    blk = sharp.blocks[0].echo_to_ecg
+    with torch.no_grad():        # scaling the query weights and bias scales the scores
+        blk.q.weight.mul_(2.5)
+        blk.q.bias.mul_(2.5)
+        blk.scale = 1.0
+        _, w_scaled_q, _ = sharp.attend(**enc)
+        blk.q.weight.div_(2.5)
+        blk.q.bias.div_(2.5)
+        blk.scale = 2.5
+    torch.testing.assert_close(w_ref, w_scaled_q, rtol=1e-10, atol=1e-12)
+    assert not torch.allclose(w_ref, w_plain)
+    fast, f_e, _ = fuse_encoded(sharp, **enc, need_weights=True)
+    torch.testing.assert_close(fast, ref, rtol=1e-10, atol=1e-12)
+    torch.testing.assert_close(f_e, w_ref, rtol=1e-10, atol=1e-12)
+    weights = torch.arange(rows, dtype=torch.float64)
+    params = list(sharp.parameters())
+    g_fast = torch.autograd.grad((fuse_encoded(sharp, **enc)[0] * weights).sum(), params)
+    g_ref = torch.autograd.grad((sharp.forward_encoded(**enc) * weights).sum(), params)
+    for (name, _), a, b in zip(sharp.named_parameters(), g_fast, g_ref, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-11, msg=name)
+
+
+def test_attn_scale_keeps_fused_tokens_and_sends_one_token_to_the_textbook():
+    from rightsize.probes.engine.config import FusedConfig, TrainConfig
+    from rightsize.probes.engine.estimator import Estimator
+
+    est = Estimator("fused", TrainConfig(fused=FusedConfig(attn_scale=4.0)))
+    assert est.accelerator({"ecg_tokens": 93}).name == "fused_tokens"
+    assert est.accelerator({"ecg_tokens": 1}) is None
+    assert Estimator("fused", TrainConfig()).accelerator({"ecg_tokens": 1}).name == "fused_pooled"

@@ -189,6 +189,7 @@ def _bad_params(work, tmp_path, **train):
     ({"accelerate": "yes"}, "train.accelerate"),
     ({"fused": {**TRAIN["fused"], "layers": 0}}, "train.fused.layers"),
     ({"fused": {**TRAIN["fused"], "layers": 1.5}}, "train.fused.layers"),
+    ({"fused": {**TRAIN["fused"], "attn_scale": 0.0}}, "train.fused.attn_scale"),
     ({"accelerate": 1}, "train.accelerate"),
 ])
 def test_bad_params_exit_2_naming_the_key(work, tmp_path, capsys, change, key):

@@ -37,6 +37,7 @@ DOC_NAMES = {
     ("sizing", "sizing"): ("ask", "sizing.json"),
     ("token_cost", "token_cost"): ("token_cost", "token_cost.json"),
     ("extract", "extract"): ("extract", "extract.json"),
+    ("planted_ceiling", "planted_ceiling"): ("planted_ceiling", "eval/fused_ceiling.json"),
 }
 ROW = re.compile(r"^\| `([^`]+)` \| [^|]+ \| `([^`:]+): ([^`]+)` \| .+ \|$")
 
@@ -71,6 +72,8 @@ def headline_files() -> list[tuple[Path, str, str | None, dict[str, Path]]]:
             out.append((f, "run", item, {"report": METRICS / "telemetry" / rel.name}))
         elif rel.parts[0] == "encoders":
             out.append((f, "encoder", item, {"bench": METRICS / "encoders" / rel.name}))
+        elif item == "planted_ceiling":     # its detail file lies beside the fused eval
+            out.append((f, item, None, {item: METRICS / "eval" / "fused_ceiling.json"}))
         else:
             kind = {"cohort": "cohort", "footprint": "footprint", "sizing": "sizing",
                     "token_cost": "token_cost", "extract": "extract"}[item]

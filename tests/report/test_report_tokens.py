@@ -107,3 +107,29 @@ def test_pooled_ecg_has_no_planted_token_section(tmp_path):
     md = run_report(tmp_path).md
     assert "ECG input: 1 token(s) per subject (one pooled vector)." in md
     assert "planted ECG token" not in md
+
+
+def _ceiling(n: int) -> dict:
+    return {"ecg_tokens": n, "nearest_code_cosine": 0.58, "uniform": 1 / (1 + n),
+            "probe_input": {"clip": {"top1": 1.0, "posterior": 0.8}},
+            "test_mae": {"oracle": 3.79, "no_token": 8.6}}
+
+
+def test_ceiling_table_judges_the_probe_at_its_count(tokens16):
+    doc = {"pca_rank": 32, "counts": [16, 93], "tokens_16": _ceiling(16), "tokens_93": _ceiling(93)}
+    (tokens16 / "metrics" / "eval" / "fused_ceiling.json").write_text(json.dumps(doc))
+    section = run_report(tokens16).md.split("### Echo→ECG attention on the planted ECG token",
+                                            1)[1].split("\n### ", 1)[0]
+    best = sum(max(v[k] for v in HEADS.values()) for k in range(3)) / 3
+    rows = [line for line in section.splitlines() if line.startswith("| 16 |")
+            or line.startswith("| 93 |")]
+    assert len(rows) == 2
+    assert f"| {fmt.number(best)} | {fmt.number(best / 0.8)} |" in rows[0]
+    assert rows[1].endswith("| — | — | — |")
+    assert "an oracle that knows the synthetic generator" in section
+
+
+def test_missing_ceiling_says_how_to_get_it(tokens16):
+    section = run_report(tokens16).md.split("### Echo→ECG attention on the planted ECG token",
+                                            1)[1]
+    assert "dvc repro planted_ceiling" in section

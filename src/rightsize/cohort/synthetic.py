@@ -234,6 +234,22 @@ class SyntheticCohort:
             planted = np.where(self.has_ecg, self.latents.tokens.planted, -1).astype(np.int16)
         return matched, planted
 
+    def clip_background(self) -> tuple[np.ndarray, np.ndarray]:
+        """Mean ``(echo_dim,)`` and covariance ``(echo_dim, echo_dim)`` (float64) of one
+        present echo clip's embedding apart from its planted token code: the projection of
+        the clip's latents (``u``, ``s``, the view key, the nuisance; the key's one-hot as
+        uniform over ``n_views``) plus the offset and the isotropic noise. What an oracle
+        that knows the generator's projections holds the clip against
+        (:mod:`rightsize.probes.evaluation.ceiling`)."""
+        k = self.cfg.n_views
+        w = self._w_echo.astype(np.float64)
+        keys = slice(R_ECHO + 1, R_ECHO + 1 + k)
+        mean, cov = np.zeros(w.shape[0]), np.eye(w.shape[0])
+        mean[keys] = KEY_SCALE / k
+        cov[keys, keys] = KEY_SCALE**2 * (np.eye(k) / k - 1.0 / k**2)
+        return (self._b_echo + mean @ w,
+                w.T @ cov @ w + EMB_NOISE**2 * np.eye(w.shape[1]))
+
     def chunks(self) -> Iterator[Chunk]:
         """Yield the cohort in row groups (``CohortConfig.rows_per_group`` subjects)."""
         step = self.cfg.rows_per_group(self.ecg_tokens)

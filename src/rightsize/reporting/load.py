@@ -61,6 +61,7 @@ class ReportInputs:
     seeds: Source | None = None
     token_cost: Source = Source(Path("metrics/token_cost.json"))
     extract: Source = Source(Path("metrics/extract.json"))
+    ceiling: Source = Source(Path("metrics/eval/fused_ceiling.json"))   # planted-token oracle
 
     def statuses(self) -> dict[str, str]:
         """``{display path: status}`` for every file looked at."""
@@ -71,7 +72,7 @@ class ReportInputs:
             for src in group.values():
                 out[str(src.path)] = src.status
         for src in (self.footprint, self.sizing, self.cohort, self.seeds, self.token_cost,
-                    self.extract):
+                    self.extract, self.ceiling):
             if src is not None:
                 out[str(src.path)] = src.status
         return out
@@ -164,6 +165,7 @@ def load_inputs(metrics_dir: Path, runs: tuple[str, ...] | None, probes: tuple[s
         seeds=seeds,
         token_cost=js("token_cost.json"),
         extract=js("extract.json"),
+        ceiling=js("eval/fused_ceiling.json"),
     )
     log.debug("report inputs: %s", inputs.statuses())
     return inputs

@@ -67,7 +67,42 @@ def planted_attention_blocks(inputs: ReportInputs) -> list[Block]:
         f"{fmt.integer(num(node, 'n_subjects'))} test subjects with an ECG and their "
         f"{fmt.integer(num(node, 'n_clips'))} present clips."))
     fig = figures_tokens.planted_attention(node)
-    return blocks + ([fig] if fig is not None else [])
+    return blocks + ([fig] if fig is not None else []) + ceiling_blocks(inputs.ceiling, fused)
+
+
+def ceiling_blocks(src: Source, fused: Source | None = None) -> list[Block]:
+    """The planted token's ceiling per count (``metrics/eval/fused_ceiling.json``): what an
+    oracle that knows the generator reads from the echo clips, and, at the fused probe's own
+    count, its best head's weight as a fraction of the oracle's and its test MAE."""
+    if not src.ok:
+        return [Note(f"{src.note()} (dvc repro planted_ceiling).")]
+    d = src.data
+    node = get(fused.data, "attention.echo_to_ecg") if fused is not None and fused.ok else None
+    probe_n = int(num(node, "ecg_tokens") or 0) if isinstance(node, dict) else 0
+    rows = []
+    for n in get(d, "counts") or []:
+        c = get(d, f"tokens_{n}") or {}
+        post = num(c, "probe_input.clip.posterior")
+        best = num(node, "best_head_mean") if n == probe_n else None
+        frac = fmt.number(best / post) if best is not None and post else fmt.DASH
+        mae = (f"{fmt.number(num(fused.data, 'test.mae_mean'))} ± "
+               f"{fmt.number(num(fused.data, 'test.mae_sd'))}"
+               if n == probe_n and fused is not None else fmt.DASH)
+        rows.append([fmt.integer(n), fmt.number(num(c, "nearest_code_cosine")),
+                     fmt.number(num(c, "uniform")), fmt.number(num(c, "probe_input.clip.top1")),
+                     fmt.number(post), fmt.number(num(c, "test_mae.oracle")),
+                     fmt.number(num(c, "test_mae.no_token")),
+                     fmt.number(best) if best is not None else fmt.DASH, frac, mae])
+    return [table(
+        ["ECG tokens", "nearest code cosine", "uniform", "oracle top-1 (per clip)",
+         "oracle weight on t*", "oracle test MAE", "test MAE without t*", "fused best head",
+         "fraction of the ceiling", "fused test MAE"], rows,
+        f"The ceiling: an oracle that knows the synthetic generator's projections and codes "
+        f"picks each test subject's planted token by likelihood from each echo clip, in the "
+        f"probes' PCA-{fmt.integer(num(d, 'pca_rank'))} view; its test MAE is the perfect "
+        "model's with the planted token's content read through the oracle's choice, and "
+        "without it the perfect model reads the mean token. The fused probe is judged as a "
+        "fraction of the oracle's weight (at the count it was trained at).")]
 
 
 def token_cost_blocks(src: Source) -> list[Block]:

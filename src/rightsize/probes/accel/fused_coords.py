@@ -156,7 +156,7 @@ def fuse_encoded(m: nn.Module, echo: torch.Tensor, clip_mask: torch.Tensor,
     if ecg.dim() == 3:          # echo -> [null, N tokens]: a softmax per clip and head
         mq, bq, _ = clip_map(e2g.q)
         att_e, w_e = _echo_to_tokens(e2g, x_e, mq, bq, c_g, a_g, m.ecg_proj.bias, g, n_g,
-                                     has_ecg, scale)
+                                     has_ecg, scale * e2g.scale if e2g.scale != 1.0 else scale)
         c_g, g = c_g.mean(dim=1), g.mean(dim=1)                     # the ECG->echo query
     else:                       # echo -> [null, ECG]: a sigmoid of the score difference
         k_g, k_null = project(e2g.k, c_g, a_g, m.ecg_proj.bias, g, n_g)

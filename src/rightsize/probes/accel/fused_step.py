@@ -380,5 +380,6 @@ POOLED = Accelerator(
 TOKENS = Accelerator(
     name="fused_tokens",
     precondition="fused probe with N > 1 ECG tokens per subject and one fusion block",
-    handles=HANDLES, applies=lambda settings: settings.get("ecg_tokens", 1) > 1,
+    handles=HANDLES | {"attn_scale"},   # the echo->ECG score multiplier (train.fused.attn_scale)
+    applies=lambda settings: settings.get("ecg_tokens", 1) > 1,
     trainer=_replica_by_replica(coords_loss_backward), forward=fast_forward, attend=fast_attend)

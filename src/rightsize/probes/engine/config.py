@@ -84,6 +84,7 @@ class FusedConfig:
     dropout: float = 0.1
     modality_dropout: float = 0.1   # per-row chance of hiding echo (and, separately, ECG)
     layers: int = 1         # fusion blocks (cross-attention both ways), stacked
+    attn_scale: float = 1.0  # echo->ECG score multiplier (x 1/sqrt(head dim)): a sharper softmax
 
     def validate(self, key: str) -> None:
         """Check ranges (message names the dotted key)."""
@@ -96,6 +97,7 @@ class FusedConfig:
         _dropout(self.dropout, f"{key}.dropout")
         _dropout(self.modality_dropout, f"{key}.modality_dropout", hi=0.5)
         require(self.layers >= 1, f"{key}.layers", f"must be >= 1, got {self.layers}")
+        require(self.attn_scale > 0, f"{key}.attn_scale", f"must be > 0, got {self.attn_scale}")
 
 
 @dataclass(frozen=True)

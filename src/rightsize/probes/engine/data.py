@@ -156,6 +156,13 @@ class Moments:
         return cls(em, es, gm, gs, eb, gb)
 
 
+def feature_moments(x: np.ndarray, rank: int) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Per-feature mean and sd of the rows ``x`` and their top-``rank`` principal directions
+    (None when ``rank`` is 0 or not below the width): what :meth:`Moments.fit` computes for
+    the present echo clips."""
+    return _moments(x, x.shape[-1], rank, None)
+
+
 def _moments(x: np.ndarray, dim: int, rank: int, threads: int | None
              ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """Per-feature mean and sd of ``x`` (rows) and its top-``rank`` principal directions.

@@ -55,11 +55,12 @@ def _uninitialized_linear(dim: int) -> nn.Linear:
 class CrossAttention(nn.Module):
     """Multi-head attention of query tokens over key tokens: ``q``, ``k``, ``v``, ``out``."""
 
-    def __init__(self, dim: int, heads: int) -> None:
+    def __init__(self, dim: int, heads: int, scale: float = 1.0) -> None:
         super().__init__()
         if dim % heads:
             raise ValueError(f"fusion_dim {dim} is not divisible by heads {heads}")
         self.heads = heads
+        self.scale = scale      # score multiplier on top of 1/sqrt(head dim)
         # nn.MultiheadAttention's initialization, random draws in the same order: the output
         # layer as an nn.Linear, then Xavier-uniform over the packed (3d, d) input
         # projection; all biases zero.
@@ -82,6 +83,8 @@ class CrossAttention(nn.Module):
         k = self.k(keys).view(b, -1, self.heads, dh).transpose(1, 2)         # (B, H, k, dh)
         v = self.v(keys).view(b, -1, self.heads, dh).transpose(1, 2)
         scores = q @ k.transpose(-2, -1) / math.sqrt(dh)
+        if self.scale != 1.0:
+            scores = scores * self.scale
         weights = scores.masked_fill(~valid[:, None, None, :], float("-inf")).softmax(-1)
         return self.out((weights @ v).transpose(1, 2).reshape(b, n_q, d)), weights
 
@@ -89,9 +92,9 @@ class CrossAttention(nn.Module):
 class FusionBlock(nn.Module):
     """Both attention directions, each with a residual connection and a LayerNorm."""
 
-    def __init__(self, dim: int, heads: int) -> None:
+    def __init__(self, dim: int, heads: int, attn_scale: float = 1.0) -> None:
         super().__init__()
-        self.echo_to_ecg = CrossAttention(dim, heads)
+        self.echo_to_ecg = CrossAttention(dim, heads, attn_scale)
         self.ecg_to_echo = CrossAttention(dim, heads)
         self.ln_echo = nn.LayerNorm(dim)
         self.ln_ecg = nn.LayerNorm(dim)
@@ -102,7 +105,7 @@ class CrossAttnFusedProbe(nn.Module):
 
     def __init__(self, echo_dim: int, ecg_dim: int, fusion_dim: int = 256, heads: int = 4,
                  hidden: int = 256, dropout: float = 0.1, pca_rank: int = 0,
-                 layers: int = 1) -> None:
+                 layers: int = 1, attn_scale: float = 1.0) -> None:
         super().__init__()
         d = fusion_dim
         self.norm_echo = FeatureNorm(echo_dim, pca_rank)
@@ -111,7 +114,7 @@ class CrossAttnFusedProbe(nn.Module):
         self.ecg_proj = nn.Linear(ecg_dim, d)
         self.echo_null = nn.Parameter(0.02 * torch.randn(1, 1, d))
         self.ecg_null = nn.Parameter(0.02 * torch.randn(1, 1, d))
-        self.blocks = nn.ModuleList([FusionBlock(d, heads) for _ in range(layers)])
+        self.blocks = nn.ModuleList([FusionBlock(d, heads, attn_scale) for _ in range(layers)])
         self.head = nn.Sequential(nn.Linear(2 * d, hidden), nn.GELU(), nn.Dropout(dropout),
                                   nn.Linear(hidden, 1))
 

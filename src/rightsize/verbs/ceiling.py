@@ -1,0 +1,73 @@
+"""Verb: planted-ceiling (what an oracle reads of the planted ECG token, per token count)."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from typing import Any
+
+from rightsize import console
+from rightsize.verbs import headline
+
+
+def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    """Add this module's verb to the rightsize parser."""
+    p = sub.add_parser(
+        "planted-ceiling", parents=[common], formatter_class=argparse.RawDescriptionHelpFormatter,
+        help="the planted ECG token's ceiling: an oracle's top-1, posterior and MAE per count",
+        description=(
+            "For every ECG token count N > 1 of params token_cost.tokens, and cohort.ecg_tokens\n"
+            "when it is above 1: regenerate the synthetic cohort of the configured geometry at\n"
+            "N tokens (in memory, echo clips only) and let an oracle that knows the generator's\n"
+            "projections and codes pick each test subject's planted token by likelihood from\n"
+            "the echo clips, in the embedding and in the probes' PCA view (train.pca_rank).\n"
+            "Writes its top-1 rate, its posterior weight on the planted token (the ceiling of\n"
+            "the fused probe's attention score) and the test MAE of the perfect model that\n"
+            "reads the planted token through it (rightsize.probes.evaluation.ceiling)."),
+        epilog="example:\n  rightsize planted-ceiling --json metrics/eval/fused_ceiling.json")
+    p.add_argument("--params", default="params.yaml",
+                   help="params file: cohort, token_cost, train.pca_rank (default: params.yaml)")
+    p.add_argument("--json", required=True, help="metrics JSON to write ('-' prints it)")
+    headline.add_argument(p, "the largest count's oracle top-1, posterior weight and test MAE")
+    p.set_defaults(func=run_ceiling)
+
+
+def counts(tokens: tuple[int, ...], current: int) -> list[int]:
+    """The token counts the ceiling is computed at: those above 1 of ``tokens`` and
+    ``current`` (the cohort's own) when above 1, ascending."""
+    return sorted({n for n in (*tokens, current) if n > 1})
+
+
+def run_ceiling(args: argparse.Namespace) -> int:
+    """``rightsize planted-ceiling``: the oracle at every count, one JSON."""
+    from rightsize.atomic import check_writable
+    from rightsize.cohort.config import CohortConfig
+    from rightsize.params import load_block, load_params, parse
+    from rightsize.probes.engine.config import TrainConfig
+    from rightsize.probes.evaluation.ceiling import planted_ceiling
+    from rightsize.probes.measurements.token_cost import TokenCostConfig
+
+    cohort = load_block(args.params, "cohort", CohortConfig)
+    train = load_block(args.params, "train", TrainConfig)
+    tc = parse(TokenCostConfig, load_params(args.params).get("token_cost") or {}, "token_cost")
+    check_writable(args.json, args.headline)
+    out: dict[str, Any] = {"pca_rank": train.pca_rank,
+                           "counts": counts(tc.tokens, int(cohort.ecg_tokens or 1))}
+    for n in out["counts"]:
+        cfg = dataclasses.replace(cohort, source="synthetic", ecg_tokens=n)
+        with console.task(f"planted ceiling at {n} ECG tokens"):
+            node = planted_ceiling(cfg, train.pca_rank)
+        out[f"tokens_{n}"] = node
+        clip, mae = node["probe_input"]["clip"], node["test_mae"]
+        console.info(f"{n} ECG tokens: oracle top-1 {clip['top1']:.3f}, posterior "
+                     f"{clip['posterior']:.3f}, test MAE {mae['oracle']:.2f} (no token "
+                     f"{mae['no_token']:.2f})")
+    if out["counts"]:
+        top = out[f"tokens_{out['counts'][-1]}"]
+        out["max_tokens"] = {"ecg_tokens": top["ecg_tokens"],
+                             **{k: top["probe_input"]["clip"][k] for k in ("top1", "posterior")},
+                             "oracle_test_mae": top["test_mae"]["oracle"]}
+    console.emit_json(args.json, out)
+    if args.headline:
+        headline.write(args.headline, headline.headline("planted_ceiling", planted_ceiling=out))
+    return 0
