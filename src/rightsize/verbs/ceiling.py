@@ -14,7 +14,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     """Add this module's verb to the rightsize parser."""
     p = sub.add_parser(
         "planted-ceiling", parents=[common], formatter_class=argparse.RawDescriptionHelpFormatter,
-        help="the planted ECG token's ceiling: an oracle's top-1, posterior and MAE per count",
+        help="an oracle's planted-token top-1, weight and MAE per count",
         description=(
             "For every ECG token count N > 1 of params token_cost.tokens, and cohort.ecg_tokens\n"
             "when it is above 1: regenerate the synthetic cohort of the configured geometry at\n"
