@@ -242,7 +242,7 @@ def test_the_ask_predicted_range_sits_beside_the_measured_wall_clock(corpus: Pat
     assert check["inside"] == (want["wall_s_low"] <= m["wall_s"] <= want["wall_s_high"])
     assert (check["mispredicted_part"] is None) == check["inside"]
     head = metrics(corpus / "h.json")["extract"]
-    assert head["predicted_wall_s_high"] == want["wall_s_high"] and head["records"] == 6
+    assert head["predicted_wall_s_high"] == want["wall_s_high"] and head["records_done"] == 6
     md = render_markdown(extract_blocks(read_json(corpus / "m.json")), "figures")
     assert f"{want['wall_s_low']:,.1f} s to {want['wall_s_high']:,.1f} s" in md
     assert f"{m['wall_s']:,.1f} s" in md and "features for cost only" in md

@@ -68,7 +68,7 @@ def _assert_same_outputs(project: Path, clone: Path, env: dict) -> None:
     assert set(EXPECTED) <= set(outs), outs
     want = file_digests(project, outs)
     assert any("tfevents" in f for f in want if f.startswith("data/probe_runs/fused/"))
-    assert any(f.endswith(".pt") for f in want if f.startswith("models/fused/"))
+    assert any(f.endswith(".safetensors") for f in want if f.startswith("models/fused/"))
     assert file_digests(clone, outs) == want
     assert json.loads(dvc(clone, env, "status", "--json").stdout) == {}
 

@@ -126,7 +126,7 @@ LAYOUT: dict[str, Kind] = {
     )),
     # extract: metrics/extract.json, one extraction run beside the ask's prediction for it
     "extract": Kind("extract", (
-        Pick("records", "extract", "records"),
+        Pick("records_done", "extract", "records"),
         Pick("wall_s", "extract", "wall_s"),
         Pick("records_per_s", "extract", "records_per_s"),
         Pick("predicted_wall_s_low", "extract", "prediction_check.predicted_wall_s_low",
