@@ -169,7 +169,6 @@ def _say(r: dict[str, Any]) -> None:
 def _stage(tmp: Path, timeout: float) -> dict[str, Any]:
     """The token_cost stages with the shipped params (``rightsize token-cost --tokens N`` per
     count, as token_cost_case@N runs, then the join): the joined result and the summed wall."""
-
     cli = [sys.executable, "-m", "rightsize.cli", "-q", "token-cost", "--params",
            str(REPO / "params.yaml")]
     tokens = (yaml.safe_load((REPO / "params.yaml").read_text())["token_cost"] or {})["tokens"]
