@@ -167,14 +167,21 @@ def _say(r: dict[str, Any]) -> None:
 
 
 def _stage(tmp: Path, timeout: float) -> dict[str, Any]:
-    """``rightsize token-cost`` with the shipped params: its whole result and wall time."""
-    out = tmp / "token_cost.json"
-    m = run_process([sys.executable, "-m", "rightsize.cli", "-q", "token-cost", "--params",
-                     str(REPO / "params.yaml"), "--json", str(out), "--workdir", str(tmp)],
-                    env=_env(REPO / "src"), cwd=REPO, timeout_s=timeout)
-    if m.rc:
-        raise RuntimeError(f"token-cost: {last_line(m)}")
-    return {"wall_s": m.wall_s, **json.loads(out.read_text())}
+    """The token_cost stages with the shipped params (``rightsize token-cost --tokens N`` per
+    count, as token_cost_case@N runs, then the join): the joined result and the summed wall."""
+    cli = [sys.executable, "-m", "rightsize.cli", "-q", "token-cost", "--params",
+           str(REPO / "params.yaml")]
+    tokens = (yaml.safe_load((REPO / "params.yaml").read_text())["token_cost"] or {})["tokens"]
+    cases, out, wall = tmp / "token_cost", tmp / "token_cost.json", 0.0
+    cases.mkdir(exist_ok=True)
+    for argv in [[*cli, "--tokens", str(n), "--json", str(cases / f"tokens_{n}.json"),
+                  "--workdir", str(tmp)] for n in tokens] + [
+                 [*cli, "--cases", str(cases), "--json", str(out)]]:
+        m = run_process(argv, env=_env(REPO / "src"), cwd=REPO, timeout_s=timeout)
+        if m.rc:
+            raise RuntimeError(f"token-cost: {last_line(m)}")
+        wall += m.wall_s
+    return {"wall_s": wall, **json.loads(out.read_text())}
 
 
 def _render(args: argparse.Namespace, info: dict[str, str], cohorts: dict[int, Any],

@@ -61,10 +61,12 @@ def run(a: argparse.Namespace) -> None:
     """Train one configuration and append its replicas to ``a.log``."""
     from rightsize.cohort.arrays import load_arrays
     from rightsize.cohort.truth import load_truth
-    from rightsize.probes.engine.config import ConcatConfig, FusedConfig, TrainConfig
+    from rightsize.probes.engine.config import TrainConfig
     from rightsize.probes.engine.data import split_data
     from rightsize.probes.engine.estimator import Estimator
     from rightsize.probes.evaluation.planted import planted_attention
+    from rightsize.probes.models.concat import ConcatConfig
+    from rightsize.probes.models.fused import FusedConfig
 
     if a.qknorm:
         _patch_qknorm(a.qknorm)

@@ -20,10 +20,12 @@ from rightsize.experiments import flatten
 
 pytestmark = pytest.mark.slow
 
+# token_cost_case@N for every N of the tiny project's token_cost.tokens (pipeline_helpers)
+TOKEN_COST_CASES = {"token_cost_case@1", "token_cost_case@3"}
 ALL_STAGES = {
     "demo_run", "verify@demo", "telemetry@demo", "cohort", "footprint",
     "sizing", "encoder_bench@ecg", "encoder_bench@echo", "token_cost", "ecg_demo", "extract",
-    "planted_ceiling", *(f"train@{p}" for p in PROBES),
+    "planted_ceiling", *(f"train@{p}" for p in PROBES), *TOKEN_COST_CASES,
     *(f"probe_telemetry@{p}" for p in GRADIENT_TRAINED),
 }
 
@@ -160,13 +162,13 @@ def test_plots_show_renders_curves(built_project, pipeline_env):
 @pytest.mark.parametrize(
     ("key", "value", "changed"),
     [
-        # token_cost measures the fused probe's train + evaluate: its params re-run it too
-        ("train.fused.epochs", 2, {"train@fused", "token_cost"}),
+        # token_cost measures the fused probe's train + evaluate: its params re-run each count
+        ("train.fused.epochs", 2, {"train@fused", *TOKEN_COST_CASES}),
         # evaluation and the missing-modality test run in the train process (one start-up
         # per probe), so their params re-run the train stages
-        ("evaluate.n_bootstrap", 150, {*(f"train@{p}" for p in PROBES), "token_cost"}),
+        ("evaluate.n_bootstrap", 150, {*(f"train@{p}" for p in PROBES), *TOKEN_COST_CASES}),
         ("evaluate.n_bootstrap_missing", 150, {*(f"train@{p}" for p in PROBES),
-                                               "token_cost"}),
+                                               *TOKEN_COST_CASES}),
         ("train.concat.hidden", 8, {"train@concat"}),
         ("telemetry.gap_s", 500, {"telemetry@demo"}),
     ],

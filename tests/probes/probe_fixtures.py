@@ -12,7 +12,10 @@ import numpy as np
 
 from rightsize.cohort.arrays import CohortArrays
 from rightsize.probe_registry import PROBES
-from rightsize.probes.engine.config import ConcatConfig, EchoConfig, FusedConfig, TrainConfig
+from rightsize.probes.engine.config import TrainConfig
+from rightsize.probes.models.concat import ConcatConfig
+from rightsize.probes.models.echo import EchoConfig
+from rightsize.probes.models.fused import FusedConfig
 from rightsize.probes.registry import spec
 
 GRADIENT_TRAINED = tuple(p for p in PROBES if spec(p).closed_form is None)   # seeded

@@ -283,8 +283,9 @@ def test_attn_scale_multiplies_the_echo_to_ecg_scores_in_both_forwards(rank, row
 
 
 def test_attn_scale_keeps_fused_tokens_and_sends_one_token_to_the_textbook():
-    from rightsize.probes.engine.config import FusedConfig, TrainConfig
+    from rightsize.probes.engine.config import TrainConfig
     from rightsize.probes.engine.estimator import Estimator
+    from rightsize.probes.models.fused import FusedConfig
 
     est = Estimator("fused", TrainConfig(fused=FusedConfig(attn_scale=4.0)))
     assert est.accelerator({"ecg_tokens": 93}).name == "fused_tokens"

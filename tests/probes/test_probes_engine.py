@@ -14,8 +14,8 @@ import torch
 
 from rightsize.probes import accel, registry
 from rightsize.probes.accel import adamw, gemm, handgrad
-from rightsize.probes.engine.config import FusedConfig
 from rightsize.probes.engine.train import train_probe, train_seeds
+from rightsize.probes.models.fused import FusedConfig
 
 from .probe_fixtures import GRADIENT_TRAINED, make_cohort, small_train_config
 

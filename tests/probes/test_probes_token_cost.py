@@ -1,7 +1,8 @@
 """The token_cost stage: the fused probe's cost at ECG token counts, measured or extrapolated.
 
 The library's arithmetic (:mod:`rightsize.probes.measurements.token_cost`), the measured child
-process (:func:`rightsize.measure.run_measured`) and the verb end to end at a tiny geometry.
+process (:func:`rightsize.measure.run_measured`), the verb end to end at a tiny geometry (one
+process per count, then the join), and dvc.yaml's token_cost_case params.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,6 +21,7 @@ from rightsize.errors import ParamsError
 from rightsize.params import parse
 from rightsize.probes.measurements.token_cost import (
     TokenCostConfig,
+    case_param_keys,
     case_params,
     epoch_seconds,
     extrapolate,
@@ -90,18 +93,26 @@ def test_run_measured_reads_a_childs_wall_clock_peak_rss_and_exit_code():
     assert wall_s >= 0.2 and 300 <= peak_rss_mb < 600
 
 
+def _token_cost(*args: str) -> subprocess.CompletedProcess:
+    """``rightsize token-cost ARGS`` in a fresh interpreter (a peak RSS of its own)."""
+    return subprocess.run([sys.executable, "-m", "rightsize.cli", "-q", "token-cost", *args],
+                          capture_output=True, text=True, check=False)
+
+
 @pytest.fixture(scope="module")
 def measured(tmp_path_factory):
     root = tmp_path_factory.mktemp("token_cost")
     params = {"cohort": COHORT, "train": {**TRAIN, "fused": {**TRAIN["fused"], "epochs": 4}},
               "evaluate": EVALUATE, "token_cost": {"tokens": [1, 3], "epochs_timed": 2}}
     (root / "params.yaml").write_text(yaml.safe_dump(params))
-    # a process of its own: a child's peak RSS reads no lower than its parent's (pytest's)
-    proc = subprocess.run([sys.executable, "-m", "rightsize.cli", "token-cost", "--params",
-                           str(root / "params.yaml"), "--json", str(root / "token_cost.json"),
-                           "--workdir", str(root), "-q"], capture_output=True, text=True,
-                          check=False)
-    assert proc.returncode == 0, proc.stderr
+    (root / "cases").mkdir()
+    for n in (1, 3):          # one process per count, as the token_cost_case@N stages run
+        proc = _token_cost("--params", str(root / "params.yaml"), "--tokens", str(n),
+                           "--json", str(root / "cases" / f"tokens_{n}.json"),
+                           "--workdir", str(root))
+        assert proc.returncode == 0, proc.stderr
+    proc = _token_cost("--params", str(root / "params.yaml"), "--cases", str(root / "cases"),
+                       "--json", str(root / "token_cost.json"))
     return proc.returncode, root
 
 
@@ -109,7 +120,7 @@ def test_token_cost_measures_every_count_and_says_what_is_extrapolated(measured)
     rc, root = measured
     assert rc == 0
     out = json.loads((root / "token_cost.json").read_text())
-    assert sorted(p.name for p in root.iterdir()) == ["params.yaml", "token_cost.json"]
+    assert sorted(p.name for p in root.iterdir()) == ["cases", "params.yaml", "token_cost.json"]
     assert out["probe"] == "fused" and out["seeds"] == 1 and out["epochs"] == 4
     one, three = out["cases"]["tokens_1"], out["cases"]["tokens_3"]
     assert one["accelerator"] == "fused_pooled" and three["accelerator"] == "fused_tokens"
@@ -127,12 +138,30 @@ def test_token_cost_measures_every_count_and_says_what_is_extrapolated(measured)
     assert out["hardware"]["threads"] == TRAIN["threads"]
 
 
-def test_token_cost_fails_naming_the_count_when_a_child_fails(tmp_path, capsys):
+def test_token_cost_refuses_bad_params_before_building(tmp_path, capsys):
     params = {"cohort": {**COHORT, "echo_dim": -1}, "train": TRAIN, "evaluate": EVALUATE,
               "token_cost": {"tokens": [2], "epochs_timed": 0}}
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
-    rc = main(["token-cost", "--params", str(tmp_path / "params.yaml"), "--json",
-               str(tmp_path / "out.json"), "--workdir", str(tmp_path), "-q"])
+    rc = main(["token-cost", "--params", str(tmp_path / "params.yaml"), "--tokens", "2",
+               "--json", str(tmp_path / "out.json"), "--workdir", str(tmp_path), "-q"])
     err = capsys.readouterr().err
-    assert rc == 2 and "rightsize cohort at 2 ECG token(s) exited 2" in err
-    assert "cohort.echo_dim" in err and not (tmp_path / "out.json").exists()
+    assert rc == 2 and "cohort.echo_dim" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["params.yaml"]
+
+
+def test_the_join_names_a_count_not_measured(tmp_path, capsys):
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump({"token_cost": {"tokens": [1, 7]}}))
+    rc = main(["token-cost", "--params", str(tmp_path / "params.yaml"), "--cases",
+               str(tmp_path), "--json", str(tmp_path / "out.json"), "-q"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "tokens_1.json: missing (dvc repro token_cost_case@1)" in err
+    assert not (tmp_path / "out.json").exists()
+
+
+def test_each_count_stage_depends_on_the_params_a_case_reads():
+    repo = Path(__file__).resolve().parents[2]
+    spec = yaml.safe_load((repo / "dvc.yaml").read_text())["stages"]
+    params = yaml.safe_load((repo / "params.yaml").read_text())
+    assert spec["token_cost_case"]["foreach"] == "${token_cost.tokens}"
+    assert spec["token_cost_case"]["do"]["params"] == case_param_keys(params)
+    assert spec["token_cost"]["params"] == ["token_cost"]

@@ -9,8 +9,11 @@ module counts whole: imports inside any of its functions included (the libraries
 their engines lazily), ``if TYPE_CHECKING:`` blocks left out (never executed). Importing
 ``rightsize.a.b`` also runs the packages' ``__init__`` modules, so they are in it too; a
 package's lazily exported name (``_EXPORTS = {"name": "module"}`` in its ``__init__``)
-counts as an import of its module. The other verb modules that ``cli`` loads by name only
-register their flags for the parser, so they are not part of a stage's closure.
+counts as an import of its module, and a module that names a package of probe homes
+(``HOMES = "rightsize.probes.models"``, the registry) imports the home of every name in
+``rightsize.probe_registry.PROBES`` (it does, with ``importlib``). The other verb modules
+that ``cli`` loads by name only register their flags for the parser, so they are not part of
+a stage's closure.
 
 Stage deps cover a module when they list its file or a folder above it (a whole package).
 The rule dvc.yaml follows (:func:`suggested_deps`): a stage depends on each top-level module
@@ -75,6 +78,25 @@ def lazy_exports(package: str, src: Path = SRC) -> dict[str, str]:
     return {}
 
 
+def _module_string(tree: ast.Module, target: str) -> object:
+    """The literal value assigned to ``target`` at the top of ``tree`` (None if none)."""
+    for node in tree.body:
+        targets = [node.target] if isinstance(node, ast.AnnAssign) else getattr(node, "targets", [])
+        if any(isinstance(t, ast.Name) and t.id == target for t in targets) and node.value:
+            return ast.literal_eval(node.value)
+    return None
+
+
+def _homes(tree: ast.Module, src: Path) -> set[str]:
+    """The probe homes a registry module imports by name (``HOMES`` x ``PROBES``)."""
+    package = _module_string(tree, "HOMES")
+    names = module_file(f"{PACKAGE}.probe_registry", src)
+    if not isinstance(package, str) or names is None:
+        return set()
+    probes = _module_string(ast.parse(names.read_text(encoding="utf-8")), "PROBES")
+    return {f"{package}.{p}" for p in probes or ()}
+
+
 def _parse(name: str, src: Path) -> tuple[ast.Module, bool] | None:
     path = module_file(name, src)
     if path is None:
@@ -86,7 +108,9 @@ def _parse(name: str, src: Path) -> tuple[ast.Module, bool] | None:
 def direct_imports(name: str, src: Path = SRC) -> frozenset[str]:
     """The ``rightsize`` modules module ``name`` imports anywhere in its body."""
     parsed = _parse(name, src)
-    return frozenset() if parsed is None else _imports_in(name, parsed[1], [parsed[0]], src)
+    if parsed is None:
+        return frozenset()
+    return _imports_in(name, parsed[1], [parsed[0]], src) | _homes(parsed[0], src)
 
 
 def handler_imports(name: str, handler: str, src: Path = SRC) -> frozenset[str]:

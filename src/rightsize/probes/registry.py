@@ -1,121 +1,43 @@
-"""The probe specs: what the engine knows about each probe, as typed values.
+"""The registry: the typed spec of every probe, collected from the probes' homes.
 
-A :class:`ProbeSpec` names the probe's params block (its config dataclass), its textbook
-module or closed-form fit, the numpy model its checkpoint may hold, the accelerators that may
-train it, and the facts shared code needs (does it read the ECG, how it pools ECG tokens, how
-it scores EF<=40). The heavy parts are zero-argument functions that import them when called,
-so this module stays light: the numpy probes' processes never load torch.
-
-The built-in probes are listed here in pipeline order; their names are also the ground list
-``rightsize.probe_registry.PROBES`` (which the CLI and the report read without importing the
-engine; a test holds the two equal). :func:`register` adds a probe at run time (a test's
-fifth probe does). Nothing else in the engine compares probe names (a test greps for it).
+A probe's home is ``rightsize.probes.models.<name>``: its config dataclass, its textbook
+module (or closed-form fit) and ``SPEC``, a :class:`~rightsize.probes.spec.ProbeSpec`. The
+homes registered are those named in :data:`rightsize.probe_registry.PROBES`, the one list
+of probe names (pipeline order), which the CLI and the report read without importing the
+engine; ``TrainConfig`` derives its per-probe blocks from these specs. Adding a probe is
+its home plus its name in that list (docs/probes.md, "Add a probe"); a test does it in a
+scratch copy and counts the files. :func:`register` adds a spec at run time (the tests'
+common suite runs a fifth probe that way). Nothing else in the engine compares probe
+names (a test greps for it).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Any
+import importlib
+from typing import TYPE_CHECKING
 
 from rightsize.errors import InputError
-from rightsize.probes.engine.config import (
-    ConcatConfig,
-    EcgConfig,
-    EchoConfig,
-    FusedConfig,
-    TrainConfig,
-)
+from rightsize.probe_registry import PROBES
+from rightsize.probes.spec import ProbeSpec
 
 if TYPE_CHECKING:
     from rightsize.probes.accel import Accelerator
 
+__all__ = ["SPECS", "ProbeSpec", "accelerator", "home_spec", "register", "spec", "unregister"]
 
-@dataclass(frozen=True)
-class ProbeSpec:
-    """One probe: its config block, model, fit and accelerators."""
-
-    name: str
-    config: type                                       # train.<name>'s dataclass
-    model: Callable[[], type] | None = None            # the textbook torch module's class
-    closed_form: Callable[[], Callable[..., Any]] | None = None   # fit in one go (no loop)
-    numpy_model: Callable[[], type] | None = None      # class of a weights.npz model
-    accelerators: tuple[Callable[[], Accelerator], ...] = ()
-    uses_ecg: bool = True
-    ecg_pooling: str = "mean"      # how a subject's ECG tokens reach the probe (arch, report)
-    ef_score: str = "neg_lvef"     # EF<=40 score: "neg_lvef" or the model's "logit"
-
-    def defaults(self) -> dict[str, Any]:
-        """Default value of every key of the probe's config block."""
-        block = self.config()
-        return {f.name: getattr(block, f.name) for f in fields(block)}
-
-    def block(self, cfg: TrainConfig) -> Any:
-        """The probe's config block of ``cfg`` (its defaults when ``cfg`` has none: a probe
-        registered at run time)."""
-        return getattr(cfg, self.name, None) or self.config()
+HOMES = "rightsize.probes.models"   # the package of the probes' homes
 
 
-# The textbook modules, closed-form fits, numpy models and accelerators, imported on use
-
-def _ecg_fit() -> Callable[..., Any]:
-    from rightsize.probes.models.ecg import fit_probe
-    return fit_probe
-
-
-def _ecg_model() -> type:
-    from rightsize.probes.models.ecg import LinearEcgProbe
-    return LinearEcgProbe
+def home_spec(name: str) -> ProbeSpec:
+    """``SPEC`` of the home ``rightsize.probes.models.<name>`` (``ValueError`` if it names
+    another probe)."""
+    probe = importlib.import_module(f"{HOMES}.{name}").SPEC
+    if probe.name != name:
+        raise ValueError(f"{HOMES}.{name}.SPEC names probe {probe.name!r}")
+    return probe
 
 
-def _echo() -> type:
-    from rightsize.probes.models.echo import EchoAttnProbe
-    return EchoAttnProbe
-
-
-def _echo_numpy_model() -> type:
-    from rightsize.probes.accel.echo_numpy import AttentiveEchoProbe
-    return AttentiveEchoProbe
-
-
-def _echo_numpy() -> Accelerator:
-    from rightsize.probes.accel.echo_numpy import ACCELERATOR
-    return ACCELERATOR
-
-
-def _concat() -> type:
-    from rightsize.probes.models.concat import ConcatMLPProbe
-    return ConcatMLPProbe
-
-
-def _concat_stacked() -> Accelerator:
-    from rightsize.probes.accel.concat_stacked import ACCELERATOR
-    return ACCELERATOR
-
-
-def _fused() -> type:
-    from rightsize.probes.models.fused import CrossAttnFusedProbe
-    return CrossAttnFusedProbe
-
-
-def _fused_pooled() -> Accelerator:
-    from rightsize.probes.accel.fused_step import POOLED
-    return POOLED
-
-
-def _fused_tokens() -> Accelerator:
-    from rightsize.probes.accel.fused_step import TOKENS
-    return TOKENS
-
-
-SPECS: dict[str, ProbeSpec] = {s.name: s for s in (
-    ProbeSpec("ecg", EcgConfig, closed_form=_ecg_fit, numpy_model=_ecg_model, ef_score="logit"),
-    ProbeSpec("echo", EchoConfig, model=_echo, numpy_model=_echo_numpy_model,
-              accelerators=(_echo_numpy,), uses_ecg=False, ecg_pooling="none"),
-    ProbeSpec("concat", ConcatConfig, model=_concat, accelerators=(_concat_stacked,)),
-    ProbeSpec("fused", FusedConfig, model=_fused, accelerators=(_fused_pooled, _fused_tokens),
-              ecg_pooling="attention (echo->ECG); mean (ECG->echo query)"),
-)}
+SPECS: dict[str, ProbeSpec] = {name: home_spec(name) for name in PROBES}
 
 
 def spec(name: str) -> ProbeSpec:

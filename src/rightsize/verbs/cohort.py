@@ -52,13 +52,6 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.set_defaults(func=run_cohort)
 
 
-def build_command(params: str, folder: str) -> list[str]:
-    """The arguments of a ``rightsize cohort`` build writing ``manifest.parquet``,
-    ``truth.parquet`` and ``cohort.json`` into ``folder`` (what the cohort stage writes)."""
-    return ["cohort", "--params", params, "--out", f"{folder}/manifest.parquet",
-            "--truth", f"{folder}/truth.parquet", "--metrics", f"{folder}/cohort.json"]
-
-
 def _peak_rss_mb() -> float:
     import resource
 

@@ -81,16 +81,15 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                     "bootstrap with evaluate.n_bootstrap_missing resamples."))
 
 
-def train_command(probe: str, params: str, cohort: str, folder: str) -> list[str]:
+def train_args(probe: str, cohort: str, folder: str) -> argparse.Namespace:
     """The arguments of a ``rightsize train`` run as ``train@<probe>`` runs it (checkpoint,
     events, curve, train/eval/missing metrics) on ``cohort``'s ``manifest.parquet`` and
-    ``truth.parquet`` (:func:`rightsize.verbs.cohort.build_command`'s folder), every output
-    in ``folder``."""
-    return ["train", probe, "--params", params, "--manifest", f"{cohort}/manifest.parquet",
-            "--truth", f"{cohort}/truth.parquet", "--out", f"{folder}/model",
-            "--events", f"{folder}/events", "--curve", f"{folder}/curve.csv",
-            "--metrics", f"{folder}/train.json", "--eval-json", f"{folder}/eval.json",
-            "--missing-json", f"{folder}/missing.json"]
+    ``truth.parquet``, every output in ``folder``: what :func:`train_and_save` reads."""
+    return argparse.Namespace(
+        probe=probe, manifest=f"{cohort}/manifest.parquet", truth=f"{cohort}/truth.parquet",
+        out=f"{folder}/model", events=f"{folder}/events", curve=f"{folder}/curve.csv",
+        metrics=f"{folder}/train.json", eval_json=f"{folder}/eval.json",
+        missing_json=f"{folder}/missing.json", headline=None)
 
 
 def _truth_arg(p: argparse.ArgumentParser) -> None:
@@ -148,6 +147,14 @@ def run_train(args: argparse.Namespace) -> int:
         raise InputError("--headline: needs --eval-json and --missing-json (its numbers "
                          "come from both)")
     ecfg = _evaluate_config(args) if args.eval_json or args.missing_json else None
+    return train_and_save(args, cfg, device, ecfg, start)
+
+
+def train_and_save(args: argparse.Namespace, cfg: Any, device: str, ecfg: Any,
+                   start: float) -> int:
+    """Train ``args.probe`` with the parsed ``train`` block ``cfg`` on ``device``, save it, and
+    (with ``ecfg``, the ``evaluate`` block) evaluate it: every output ``args`` names, written
+    as one set. ``rightsize train`` and ``rightsize token-cost`` both run this."""
     from rightsize.atomic import check_writable
     from rightsize.output_set import OutputSet
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import sys
+import time
 from pathlib import Path
 from typing import Any
 
 from rightsize import console
+from rightsize.errors import InputError
 from rightsize.verbs import headline
 
 
@@ -19,101 +19,145 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
         "token-cost", parents=[common], formatter_class=argparse.RawDescriptionHelpFormatter,
         help="fused probe cost at ECG token counts (s, RSS, bytes)",
         description=(
-            "For every count N of params token_cost.tokens: build a synthetic cohort of the\n"
-            "configured geometry at cohort.ecg_tokens N (`rightsize cohort`, a child\n"
-            "process), then train and evaluate the fused probe on it with one seed\n"
-            "(`rightsize train fused` with --eval-json, --missing-json and --truth, a child\n"
-            "process, as train@fused runs it). Records the manifest's bytes, both processes'\n"
-            "wall-clock and peak RSS. With token_cost.epochs_timed E_t > 0 the training runs\n"
-            "E_t epochs and the whole process is extrapolated to train.fused.epochs from the\n"
-            "median of epochs 2..E_t (read from the run's event file); every number says\n"
-            "whether it was measured whole or extrapolated. Scratch files go to a temporary\n"
-            "folder (--workdir), removed as each count finishes."),
-        epilog=("example:\n  rightsize token-cost --params params.yaml "
-                "--json metrics/token_cost.json\n  --headline metrics/headline/token_cost.json"))
+            "With --tokens N (stage token_cost@N, one process per count so that each peak\n"
+            "RSS is its own): build a synthetic cohort of the configured geometry at\n"
+            "cohort.ecg_tokens N, then train and evaluate the fused probe on it with one\n"
+            "seed, in this process, as train@fused does (checkpoint, eval and missing-\n"
+            "modality metrics, planted truth). Records the manifest's bytes, the build's and\n"
+            "the train + evaluate's wall-clock and peak RSS. With token_cost.epochs_timed\n"
+            "E_t > 0 the training runs E_t epochs and the train + evaluate is extrapolated to\n"
+            "train.fused.epochs from the median of epochs 2..E_t (read from the run's event\n"
+            "file); every number says whether it was measured whole or extrapolated. Scratch\n"
+            "files go to a temporary folder (--workdir), removed when the count finishes.\n"
+            "With --cases DIR (stage token_cost): join DIR/tokens_<N>.json of every count of\n"
+            "token_cost.tokens into one JSON (and the headline)."),
+        epilog=("examples:\n  rightsize token-cost --params params.yaml --tokens 186 "
+                "--json metrics/token_cost/tokens_186.json\n"
+                "  rightsize token-cost --params params.yaml --cases metrics/token_cost "
+                "--json metrics/token_cost.json\n"
+                "    --headline metrics/headline/token_cost.json"))
     p.add_argument("--params", default="params.yaml",
                    help="params file: token_cost, cohort, train, evaluate (default: params.yaml)")
+    what = p.add_mutually_exclusive_group(required=True)
+    what.add_argument("--tokens", type=int, metavar="N",
+                      help="measure the fused probe at N ECG tokens per subject")
+    what.add_argument("--cases", metavar="DIR",
+                      help="join DIR/tokens_<N>.json for every N of token_cost.tokens")
     p.add_argument("--json", required=True,
                    help="metrics JSON to write ('-' prints it on stdout)")
     headline.add_argument(p, "the largest token count's ECG tokens, seconds, peak RSS, "
-                             "manifest bytes")
+                             "manifest bytes (with --cases)")
     p.add_argument("--workdir", default=None,
-                   help="where the scratch cohorts and models go (default: the system's "
+                   help="where the scratch cohort and model go (default: the system's "
                         "temporary folder; 186 tokens take about 0.7 GB)")
     p.set_defaults(func=run_token_cost)
 
 
 def run_token_cost(args: argparse.Namespace) -> int:
-    """``rightsize token-cost``: measure every token count, write the JSON."""
+    """``rightsize token-cost``: measure one token count, or join every count's JSON."""
+    from rightsize.atomic import check_writable
+
+    if args.tokens is not None and args.headline:
+        raise InputError("--headline: needs --cases (the headline is the largest count's)")
+    check_writable(args.json, args.headline)
+    return _measure(args) if args.tokens is not None else _gather(args)
+
+
+def _measure(args: argparse.Namespace) -> int:
+    """One count: the case's params parsed once, the cohort built and the probe trained,
+    evaluated and timed in this process; the case's JSON."""
     import tempfile
 
-    from rightsize.atomic import check_writable
     from rightsize.measure import memory_hwm_mb
-    from rightsize.params import load_block, load_params, parse
-    from rightsize.probes.engine.config import TrainConfig
-    from rightsize.probes.measurements.token_cost import TokenCostConfig, summary
+    from rightsize.params import load_params
+    from rightsize.probes.measurements.token_cost import parse_case
 
-    raw = load_params(args.params)
-    cfg = parse(TokenCostConfig, raw.get("token_cost") or {}, "token_cost")
-    train = load_block(args.params, "train", TrainConfig)
-    check_writable(args.json, args.headline)
-    epochs = train.fused.epochs
-    cases: list[dict[str, Any]] = []
-    hardware: dict[str, Any] = {}
-    with tempfile.TemporaryDirectory(prefix="rightsize-token-cost-", dir=args.workdir) as tmp:
-        for n in cfg.tokens:
-            with console.task(f"token cost: fused at {n} ECG token(s), one seed"):
-                case, hardware = _measure(Path(tmp) / f"tokens_{n}", raw, n,
-                                          cfg.epochs_run(epochs), epochs)
-            cases.append(case)
-            console.info(f"{n} ECG token(s): manifest {case['manifest_bytes'] / 1e6:,.0f} MB, "
-                         f"train + evaluate {case['train_eval_s']:.1f} s ({case['basis']}), "
-                         f"peak RSS {case['peak_rss_mb']:,.0f} MiB")
-    out = summary(cases, cfg, epochs, hardware, memory_hwm_mb())
-    console.emit_json(args.json, out)
-    if args.headline:
-        headline.write(args.headline, headline.headline("token_cost", token_cost=out))
+    case = parse_case(load_params(args.params), args.tokens)
+    floor = memory_hwm_mb()
+    with tempfile.TemporaryDirectory(prefix="rightsize-token-cost-", dir=args.workdir) as tmp, \
+            console.task(f"token cost: fused at {case.tokens} ECG token(s), one seed"):
+        node, hardware = _run_case(Path(tmp), case)
+    console.info(f"{case.tokens} ECG token(s): manifest {node['manifest_bytes'] / 1e6:,.0f} MB, "
+                 f"train + evaluate {node['train_eval_s']:.1f} s ({node['basis']}), "
+                 f"peak RSS {node['peak_rss_mb']:,.0f} MiB")
+    console.emit_json(args.json, {"case": node, "epochs": case.epochs,
+                                  "epochs_timed": case.epochs_timed, "rss_floor_mb": floor,
+                                  "hardware": hardware})
     return 0
 
 
-def _measure(folder: Path, raw: dict[str, Any], tokens: int, epochs_run: int,
-             epochs: int) -> tuple[dict[str, Any], dict[str, Any]]:
-    """One token count: the cohort build and the fused train + evaluate, as child processes;
-    the case's node and the training process's hardware stamp. ``folder`` is removed."""
-    import shutil
-
-    import yaml
-
-    from rightsize.measure import run_measured
+def _run_case(folder: Path, case: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Build ``case``'s cohort and train + evaluate the fused probe in ``folder``; the case's
+    node and the training's hardware stamp."""
+    from rightsize.cohort.build import build_manifest
+    from rightsize.measure import memory_hwm_mb
+    from rightsize.probes.engine.train import resolve_device
     from rightsize.probes.measurements.token_cost import (
         PROBE,
-        case_params,
+        Measured,
         case_result,
         epoch_seconds,
         extrapolate,
     )
-    from rightsize.verbs.cohort import build_command
-    from rightsize.verbs.probes import train_command
+    from rightsize.verbs.probes import train_and_save, train_args
 
-    folder.mkdir(parents=True)
-    params = folder / "params.yaml"
-    case = case_params(raw, tokens, epochs_run)
-    params.write_text(yaml.safe_dump(case, sort_keys=False), encoding="utf-8")
-    cli, env, where = [sys.executable, "-m", "rightsize.cli", "-q"], dict(os.environ), str(folder)
-    build = _child(run_measured(cli + build_command(str(params), where), env),
-                   f"rightsize cohort at {tokens} ECG token(s)")
-    run = _child(run_measured(cli + train_command(PROBE, str(params), where, where), env),
-                 f"rightsize train {PROBE} at {tokens} ECG token(s)")
-    f = {k: folder / k for k in ("cohort.json", "train.json", "eval.json", "events", "model")}
-    built, tm, em = (json.loads(f[k].read_text()) for k in ("cohort.json", "train.json",
-                                                            "eval.json"))
-    side = json.loads((f["model"] / "checkpoint.json").read_text())
-    est = extrapolate(run.wall_s, epochs, epochs_run, epoch_seconds(_val_walls(f["events"])),
+    t0 = time.perf_counter()
+    report = build_manifest(case.cohort, folder / "manifest.parquet",
+                            truth=folder / "truth.parquet")
+    build = Measured(time.perf_counter() - t0, memory_hwm_mb())
+    _reset_hwm()        # the training's peak is its own, not the build's
+    t0 = time.perf_counter()
+    train_and_save(train_args(PROBE, str(folder), str(folder)), case.train,
+                   resolve_device(case.train.device), case.evaluate, t0)
+    run = Measured(time.perf_counter() - t0, memory_hwm_mb())
+    tm, em = (json.loads((folder / k).read_text()) for k in ("train.json", "eval.json"))
+    side = json.loads((folder / "model" / "checkpoint.json").read_text())
+    est = extrapolate(run.wall_s, case.epochs, case.epochs_run,
+                      epoch_seconds(_val_walls(folder / "events")),
                       int(tm.get("steps_per_epoch", 0)))
-    result = case_result(tokens, built["manifest_bytes"], built["payload_bytes"], build, run,
-                         tm, em, est, str(side.get("accelerator", "none")))
-    shutil.rmtree(folder)
-    return result, em.get("hardware") or {}
+    node = case_result(case.tokens, report.manifest_bytes, report.metadata["payload_bytes"],
+                       build, run, tm, em, est, str(side.get("accelerator", "none")))
+    return node, em.get("hardware") or {}
+
+
+def _reset_hwm() -> None:
+    """Reset this process's resident high-water mark (Linux ``clear_refs`` 5); where that is
+    not possible the next peak also counts what came before (an upper bound)."""
+    try:
+        with open("/proc/self/clear_refs", "w", encoding="ascii") as fh:
+            fh.write("5")
+    except OSError:
+        pass
+
+
+def _gather(args: argparse.Namespace) -> int:
+    """Every count's JSON joined into the stage's JSON and headline."""
+    from rightsize.errors import DataError
+    from rightsize.params import load_params, parse
+    from rightsize.probes.measurements.token_cost import TokenCostConfig, summary
+
+    cfg = parse(TokenCostConfig, load_params(args.params).get("token_cost") or {}, "token_cost")
+    parts = []
+    for n in cfg.tokens:
+        path = Path(args.cases) / f"tokens_{n}.json"
+        if not path.is_file():
+            raise InputError(f"{path}: missing (dvc repro token_cost_case@{n})")
+        part = json.loads(path.read_text(encoding="utf-8"))
+        if part.get("epochs_timed") != cfg.epochs_timed:
+            raise DataError(f"{path}: measured with token_cost.epochs_timed "
+                            f"{part.get('epochs_timed')}, params say {cfg.epochs_timed} "
+                            f"(dvc repro token_cost_case@{n})")
+        parts.append(part)
+    epochs = {p["epochs"] for p in parts}
+    if len(epochs) != 1:
+        raise DataError(f"{args.cases}: the counts were measured at different "
+                        f"train.fused.epochs {sorted(epochs)} (dvc repro token_cost)")
+    out = summary([p["case"] for p in parts], cfg, epochs.pop(), parts[-1]["hardware"],
+                  max(p["rss_floor_mb"] for p in parts))
+    console.emit_json(args.json, out)
+    if args.headline:
+        headline.write(args.headline, headline.headline("token_cost", token_cost=out))
+    return 0
 
 
 def _val_walls(events: Path) -> Any:
@@ -126,17 +170,3 @@ def _val_walls(events: Path) -> Any:
     steps = cols.column("step").to_numpy()
     walls = cols.column("wall_time").to_numpy()
     return walls[np.argsort(steps, kind="stable")]
-
-
-def _child(cost: Any, what: str) -> Any:
-    """``cost`` of a child that succeeded; else its error, with its exit code's class."""
-    if cost.rc == 0:
-        return cost
-    from rightsize.errors import DataError, InputError, IntegrityError
-
-    lines = [ln for ln in cost.output_tail.splitlines() if ln.strip()]
-    last = lines[-1] if lines else "no output"
-    cls = {c.exit_code: c for c in (InputError, IntegrityError, DataError)}.get(cost.rc)
-    if cls is None:
-        raise RuntimeError(f"{what} exited {cost.rc}: {last}")
-    raise cls(f"{what} exited {cost.rc}: {last}")

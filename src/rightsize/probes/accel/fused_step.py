@@ -48,7 +48,10 @@ from rightsize.probes.accel.handgrad import (
     named_parameters,
 )
 from rightsize.probes.engine.torch_replicas import Batch, ReplicaByReplica, Update, init_modules
-from rightsize.probes.models.fused import CrossAttnFusedProbe
+
+# rightsize.probes.models.fused's textbook class, typed by its base: that home declares this
+# module as its accelerator, so importing the class here would make an import circle
+CrossAttnFusedProbe = torch.nn.Module
 
 # The weight matrices, whose gradients a step with ``update`` hands over as it goes (the
 # attention output weights' from a scratch buffer their per-head products write into)

@@ -1,15 +1,17 @@
 """The cost of the next experiment: the fused probe at token-level ECG, measured on this CPU.
 
-The ``token_cost`` stage (``rightsize token-cost``) answers "is probe training still
-CPU-light when the ECG is a sequence of HuBERT-ECG tokens?". For every count ``N`` of
-``token_cost.tokens`` it measures, one seed, whole processes:
+The ``token_cost@N`` stages (``rightsize token-cost --tokens N``, one process per count ``N``
+of ``token_cost.tokens``, so that each peak RSS is its own) answer "is probe training still
+CPU-light when the ECG is a sequence of HuBERT-ECG tokens?". Each measures, one seed:
 
-1. ``rightsize cohort`` of a synthetic cohort with the configured geometry
-   (``cohort.n_subjects``, splits, dims, clips, seed) at ``ecg_tokens = N``: the manifest's
-   bytes on disk, the build's wall-clock and peak RSS;
-2. ``rightsize train fused`` on it with ``--eval-json``, ``--missing-json`` and
-   ``--truth``, as ``train@fused`` runs in ``dvc repro`` but with ``train.seeds: 1``: the
-   whole process's wall-clock and peak RSS.
+1. the build of a synthetic cohort with the configured geometry (``cohort.n_subjects``,
+   splits, dims, clips, seed) at ``ecg_tokens = N``: the manifest's bytes on disk, the
+   build's wall-clock and peak RSS;
+2. the fused probe's train + evaluate on it (checkpoint, eval and missing-modality metrics,
+   planted truth), the code path of ``train@fused`` but with ``train.seeds: 1``: its
+   wall-clock and peak RSS (the process's high-water mark, reset after the build).
+
+The ``token_cost`` stage joins the counts (:func:`summary`).
 
 Training all ``train.fused.epochs`` epochs at 186 tokens would take about a minute per
 count, so the stage trains ``token_cost.epochs_timed`` epochs (E_t) and extrapolates
@@ -19,8 +21,8 @@ too). Epoch durations come from the run's own event file: the wall times of its
 ``Loss/val_epoch`` points, one per epoch. ``epochs_timed: 0`` trains every epoch and the
 number is measured whole. Every number says which it is (``basis``).
 
-This module is the arithmetic and the result's layout (no processes, no files); the verb
-(:mod:`rightsize.verbs.token_cost`) runs the children.
+This module is the case's params (:func:`parse_case`), the arithmetic and the result's
+layout (no processes, no files); the verb (:mod:`rightsize.verbs.token_cost`) runs a case.
 """
 
 from __future__ import annotations
@@ -31,9 +33,18 @@ from typing import Any
 
 import numpy as np
 
-from rightsize.params import require
+from rightsize.cohort.config import CohortConfig
+from rightsize.params import parse, require
+from rightsize.probes.engine.config import EvaluateConfig, TrainConfig
 
 PROBE = "fused"
+# What a case sets itself (case_params), so no stage depends on it: the cohort's source,
+# token count and input files; every other cohort key shapes the measured cohort.
+CASE_SETS_COHORT = ("source", "ecg_tokens", "files")
+# The train keys the fused probe's training reads (the other probes' blocks, train.probes
+# and train.seeds, set to 1, do not change what a case measures).
+CASE_READS_TRAIN = ("seed", "threads", "device", "batch_size", "lr", "weight_decay",
+                    "pca_rank", "accelerate", PROBE)
 
 
 @dataclass(frozen=True)
@@ -73,6 +84,44 @@ def case_params(params: dict[str, Any], tokens: int, epochs_run: int) -> dict[st
     return out
 
 
+@dataclass(frozen=True)
+class TokenCase:
+    """One measured count's params, parsed once: the synthetic cohort at ``tokens`` ECG
+    tokens, the one-seed ``train`` block training ``epochs_run`` fused epochs (``epochs``
+    configured), and the ``evaluate`` block."""
+
+    tokens: int
+    epochs: int
+    epochs_run: int
+    epochs_timed: int
+    cohort: CohortConfig
+    train: TrainConfig
+    evaluate: EvaluateConfig
+
+
+def parse_case(params: dict[str, Any], tokens: int) -> TokenCase:
+    """The :class:`TokenCase` of count ``tokens`` from the whole params mapping (blocks
+    ``token_cost``, ``cohort``, ``train``, ``evaluate``); errors name the key."""
+    require(int(tokens) >= 1, "--tokens", f"must be an integer >= 1, got {tokens!r}")
+    cfg = parse(TokenCostConfig, params.get("token_cost") or {}, "token_cost")
+    for block in ("cohort", "train", "evaluate"):
+        require(isinstance(params.get(block), dict), block, "missing block")
+    epochs = parse(TrainConfig, params["train"], "train").fused.epochs
+    case = case_params(params, tokens, cfg.epochs_run(epochs))
+    return TokenCase(int(tokens), epochs, cfg.epochs_run(epochs), cfg.epochs_timed,
+                     parse(CohortConfig, case["cohort"], "cohort"),
+                     parse(TrainConfig, case["train"], "train"),
+                     parse(EvaluateConfig, case["evaluate"], "evaluate"))
+
+
+def case_param_keys(params: dict[str, Any]) -> list[str]:
+    """The dotted keys of ``params`` (a params file's mapping) that change what a case
+    measures: a ``token_cost@N`` stage's params (tests/probes checks dvc.yaml against it)."""
+    cohort = [f"cohort.{k}" for k in params.get("cohort") or {} if k not in CASE_SETS_COHORT]
+    train = [f"train.{k}" for k in CASE_READS_TRAIN if k in (params.get("train") or {})]
+    return [*cohort, *train, "evaluate", "token_cost.epochs_timed"]
+
+
 def epoch_seconds(val_walls: np.ndarray) -> np.ndarray:
     """Durations of epochs ``2 .. E`` from the wall times of the ``E`` per-epoch validation
     points (one per epoch, in epoch order): ``wall[e] - wall[e - 1]``."""
@@ -110,12 +159,20 @@ def extrapolate(process_s: float, epochs: int, epochs_run: int, epoch_s: np.ndar
         f"median of epochs 2-{1 + timed} ({timed} epochs, {timed * steps_per_epoch} steps)")
 
 
-def case_result(tokens: int, manifest_bytes: int, payload: int, build: Any, train: Any,
-                train_metrics: dict[str, Any], eval_metrics: dict[str, Any],
+@dataclass(frozen=True)
+class Measured:
+    """A measured part of one count: its wall-clock and its peak resident memory."""
+
+    wall_s: float
+    peak_rss_mb: float
+
+
+def case_result(tokens: int, manifest_bytes: int, payload: int, build: Measured,
+                train: Measured, train_metrics: dict[str, Any], eval_metrics: dict[str, Any],
                 est: Extrapolation, accelerator: str) -> dict[str, Any]:
     """One token count's node of ``metrics/token_cost.json``: ``build`` and ``train`` are
-    the measured child processes (``wall_s``, ``peak_rss_mb``), the metrics their JSONs,
-    ``accelerator`` the one that trained the probe (its checkpoint's sidecar)."""
+    the measured cohort build and train + evaluate (:class:`Measured`), the metrics the
+    training's JSONs, ``accelerator`` the one that trained the probe (its checkpoint's sidecar)."""
     wall = train_metrics.get("wall_clock_s") or {}
     return {
         "ecg_tokens": int(tokens),

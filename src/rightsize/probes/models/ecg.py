@@ -17,15 +17,40 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from rightsize.errors import DataError
-from rightsize.probes.engine.config import EcgConfig
+from rightsize.params import require
 from rightsize.probes.engine.data import SplitData, Standardizer, ecg_tokens
 from rightsize.probes.engine.npzfile import load_npz, save_npz
-from rightsize.probes.engine.runlog import RunLog
+from rightsize.probes.spec import ProbeSpec
+
+if TYPE_CHECKING:
+    from rightsize.probes.engine.runlog import RunLog
+
+
+@dataclass(frozen=True)
+class EcgConfig:
+    """``train.ecg``: ridge (LVEF) and L2 logistic regression (EF<=40) on the ECG vector.
+
+    Each model is fitted for every value of its grid on the train split; the value with
+    the lowest validation loss (MSE; log-loss) is kept, like the best epoch of a torch probe.
+    """
+
+    alphas: tuple[float, ...] = (1.0, 10.0, 100.0, 1e3, 1e4, 1e5)   # Ridge L2 strengths
+    Cs: tuple[float, ...] = (1e-4, 1e-3, 1e-2, 1e-1, 1.0)           # inverse L2 strengths
+    max_iter: int = 1000    # logistic regression L-BFGS iterations (rightsize.probes.models.glm)
+
+    def validate(self, key: str) -> None:
+        """Check ranges (message names the dotted key)."""
+        for name in ("alphas", "Cs"):
+            grid = getattr(self, name)
+            require(len(grid) >= 1, f"{key}.{name}", "needs at least one value")
+            for i, v in enumerate(grid):
+                require(v > 0, f"{key}.{name}[{i}]", f"must be > 0, got {v}")
+        require(self.max_iter >= 1, f"{key}.max_iter", f"must be >= 1, got {self.max_iter}")
 
 
 def ecg_features(ecg: np.ndarray) -> np.ndarray:
@@ -160,3 +185,7 @@ def fit_probe(est: Any, train: SplitData, val: SplitData, std: Standardizer,
                      train_mae=probe.mae(train),
                      extra={"val_mse_by_alpha": grid["val_mse"],
                             "val_logloss_by_C": grid["val_logloss"]})
+
+
+SPEC = ProbeSpec("ecg", EcgConfig, closed_form=lambda: fit_probe,
+                 numpy_model=lambda: LinearEcgProbe, ef_score="logit")
