@@ -56,7 +56,7 @@ def child_ours(manifest: str, probe: str, fusion_dim: int, threads: int,
     import dataclasses
 
     import_heavy()
-    from rightsize.cohort.arrays import load_arrays
+    from rightsize.cohort.load import load_arrays
     from rightsize.params import load_block
     from rightsize.probes.engine.config import EvaluateConfig, TrainConfig
     from rightsize.probes.engine.data import Moments, split_data

@@ -10,9 +10,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from rightsize.cohort.arrays import load_arrays
 from rightsize.cohort.build import build_manifest
 from rightsize.cohort.config import CohortConfig
+from rightsize.cohort.load import load_arrays
 from rightsize.errors import DataError, InputError
 from rightsize.params import parse
 

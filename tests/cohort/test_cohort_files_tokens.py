@@ -10,8 +10,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from rightsize.cli import main
-from rightsize.cohort.arrays import load_arrays
 from rightsize.cohort.build import build_manifest
+from rightsize.cohort.load import load_arrays
 from rightsize.cohort.truth import load_truth
 from rightsize.errors import DataError
 

@@ -11,9 +11,9 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from rightsize.cohort.arrays import load_arrays
 from rightsize.cohort.build import build_manifest
 from rightsize.cohort.config import CohortConfig
+from rightsize.cohort.load import load_arrays
 from rightsize.cohort.synthetic import LVEF_RANGE, SyntheticCohort
 from rightsize.params import parse
 

@@ -10,8 +10,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from rightsize.cohort.arrays import load_arrays
 from rightsize.cohort.build import build_manifest
+from rightsize.cohort.load import load_arrays
 from rightsize.cohort.synthetic import SyntheticCohort
 from rightsize.cohort.truth import TRUTH_KEY, CohortTruth, load_truth
 from rightsize.errors import DataError, InputError

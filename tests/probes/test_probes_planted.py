@@ -20,9 +20,9 @@ import torch
 import yaml
 
 from rightsize.cli import main
-from rightsize.cohort.arrays import load_arrays
 from rightsize.cohort.build import build_manifest
 from rightsize.cohort.config import CohortConfig, SplitsConfig
+from rightsize.cohort.load import load_arrays
 from rightsize.cohort.truth import load_truth
 from rightsize.probes.engine.data import SplitData, split_data
 from rightsize.probes.engine.predict import Probe

@@ -15,9 +15,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rightsize.cohort.arrays import load_arrays
 from rightsize.cohort.build import build_manifest
 from rightsize.cohort.config import CohortConfig
+from rightsize.cohort.load import load_arrays
 from rightsize.params import load_block
 from rightsize.probe_registry import PROBES
 from rightsize.probes.engine.config import TrainConfig

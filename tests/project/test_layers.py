@@ -126,6 +126,12 @@ def test_the_probe_engine_has_no_import_circle():
     assert _circles(probes) == []
 
 
+def test_no_module_of_src_is_in_an_import_circle():
+    """Each room stands above what it imports, imports inside functions counted (the cohort's
+    manifest, validation and arrays were one circle until load_arrays got its own module)."""
+    assert _circles(_modules()) == []
+
+
 def test_the_circle_check_sees_a_circle_through_an_import_inside_a_function(tmp_path):
     pkg = tmp_path / "rightsize" / "probes"
     pkg.mkdir(parents=True)

@@ -172,7 +172,7 @@ def _train(args: argparse.Namespace, cfg: Any, device: str, ecfg: Any, outputs: 
     """Train, save, evaluate: every file into ``outputs`` (committed by the caller)."""
     from dataclasses import asdict
 
-    from rightsize.cohort.arrays import load_arrays
+    from rightsize.cohort.load import load_arrays
     from rightsize.measure import Timer, hardware_stamp, peak_rss_mb
     from rightsize.probes.engine.checkpoint import save_checkpoint
     from rightsize.probes.engine.integrity import record_contents
@@ -279,7 +279,7 @@ def _load(args: argparse.Namespace) -> tuple[Any, Any, Any, dict[str, Any], Any,
     """Shared start of evaluate / missing-modality: configs, arrays, checkpoint."""
     cfg, device = _setup(args)
     from rightsize.atomic import check_writable
-    from rightsize.cohort.arrays import load_arrays
+    from rightsize.cohort.load import load_arrays
     from rightsize.probes.engine.checkpoint import load_checkpoint, read_sidecar
     from rightsize.probes.engine.estimator import check_inputs
     from rightsize.probes.engine.integrity import check_contents
