@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import statistics
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from rightsize.encoders.file_rate import per_file_rate
 from rightsize.encoders.models import VideoGeometry
 
 VIDEO_FRAMES = 64          # frames per cine loop (assumed: ~1-2 s at 30-60 fps)
@@ -110,21 +110,10 @@ def bench_decode(geometry: VideoGeometry, records: int, repeats: int = 3) -> dic
     """Records (videos) per second per CPU core of :func:`decode_clip` over fresh files."""
     with tempfile.TemporaryDirectory(prefix="rightsize-echo-") as tmp:
         paths = [write_clip(Path(tmp) / f"video{i:04d}.dcm", seed=i) for i in range(records)]
-        decode_clip(paths[0], geometry)                              # import + warm-up
-        seconds = []
-        for _ in range(repeats):
-            start = time.perf_counter()
-            for p in paths:
-                decode_clip(p, geometry)
-            seconds.append(time.perf_counter() - start)
         file_bytes = round(statistics.mean(p.stat().st_size for p in paths))
-    median = statistics.median(seconds)
+        rate = per_file_rate(lambda p: decode_clip(p, geometry), paths, repeats, file_bytes)
     return {
-        "records": records, "repeats": repeats, "record_file_bytes": file_bytes,
-        "median_s": median, "min_s": min(seconds), "max_s": max(seconds),
-        "records_per_s_per_core": records / median,
-        "records_per_s_per_core_min": records / max(seconds),
-        "records_per_s_per_core_max": records / min(seconds),
+        **rate,
         "steps": f"read a multi-frame JPEG-baseline ultrasound DICOM ({VIDEO_FRAMES} frames of "
                  f"{VIDEO_ROWS}x{VIDEO_COLS} RGB, synthetic speckle) with pydicom, decode the "
                  f"{geometry.clips_per_record} x {geometry.frames} frames the encoder sees "

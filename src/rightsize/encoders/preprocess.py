@@ -26,15 +26,14 @@ The reference replaces NaN by the mean; here a NaN record is a bad record instea
 from __future__ import annotations
 
 import logging
-import statistics
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from rightsize.encoders.ecg_files import BadRecord, EcgRecord, read_ecg, write_ecg
+from rightsize.encoders.file_rate import per_file_rate
 from rightsize.encoders.models import EcgGeometry
 from rightsize.encoders.synthetic_ecg import synthetic_ecg
 
@@ -143,26 +142,11 @@ def bench_preprocess(geometry: EcgGeometry, records: int, repeats: int = 3) -> d
     """Records/s per CPU core of :func:`preprocess_record` over ``records`` fresh WFDB records."""
     with tempfile.TemporaryDirectory(prefix="rightsize-ecg-") as tmp:
         paths = write_records(Path(tmp), geometry, records)
-        preprocess_record(paths[0], geometry)                     # import + warm-up
-        seconds = []
-        for _ in range(repeats):
-            start = time.perf_counter()
-            for p in paths:
-                preprocess_record(p, geometry)
-            seconds.append(time.perf_counter() - start)
-        file_bytes = sum(p.with_suffix(s).stat().st_size for p in paths[:1]
-                         for s in (".dat", ".hea"))
-    median = statistics.median(seconds)
+        file_bytes = sum(paths[0].with_suffix(s).stat().st_size for s in (".dat", ".hea"))
+        rate = per_file_rate(lambda p: preprocess_record(p, geometry), paths, repeats,
+                             file_bytes)
     return {
-        "records": records,
-        "repeats": repeats,
-        "record_file_bytes": file_bytes,
-        "median_s": median,
-        "min_s": min(seconds),
-        "max_s": max(seconds),
-        "records_per_s_per_core": records / median,
-        "records_per_s_per_core_min": records / max(seconds),
-        "records_per_s_per_core_max": records / min(seconds),
+        **rate,
         "steps": STEPS,
         "not_measured": "cold-disk reads (files were just written: page cache warm), "
                         "network storage",
