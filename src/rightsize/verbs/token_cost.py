@@ -19,7 +19,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
         "token-cost", parents=[common], formatter_class=argparse.RawDescriptionHelpFormatter,
         help="fused probe cost at ECG token counts (s, RSS, bytes)",
         description=(
-            "With --tokens N (stage token_cost@N, one process per count so that each peak\n"
+            "With --tokens N (stage token_cost_case@N, one process per count so that each peak\n"
             "RSS is its own): build a synthetic cohort of the configured geometry at\n"
             "cohort.ecg_tokens N, then train and evaluate the fused probe on it with one\n"
             "seed, in this process, as train@fused does (checkpoint, eval and missing-\n"

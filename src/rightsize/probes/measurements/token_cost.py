@@ -1,6 +1,6 @@
 """The cost of the next experiment: the fused probe at token-level ECG, measured on this CPU.
 
-The ``token_cost@N`` stages (``rightsize token-cost --tokens N``, one process per count ``N``
+The ``token_cost_case@N`` stages (``rightsize token-cost --tokens N``, one process per count ``N``
 of ``token_cost.tokens``, so that each peak RSS is its own) answer "is probe training still
 CPU-light when the ECG is a sequence of HuBERT-ECG tokens?". Each measures, one seed:
 
@@ -116,7 +116,7 @@ def parse_case(params: dict[str, Any], tokens: int) -> TokenCase:
 
 def case_param_keys(params: dict[str, Any]) -> list[str]:
     """The dotted keys of ``params`` (a params file's mapping) that change what a case
-    measures: a ``token_cost@N`` stage's params (tests/probes checks dvc.yaml against it)."""
+    measures: a ``token_cost_case@N`` stage's params (tests/probes checks dvc.yaml against it)."""
     cohort = [f"cohort.{k}" for k in params.get("cohort") or {} if k not in CASE_SETS_COHORT]
     train = [f"train.{k}" for k in CASE_READS_TRAIN if k in (params.get("train") or {})]
     return [*cohort, *train, "evaluate", "token_cost.epochs_timed"]
