@@ -36,6 +36,7 @@ BLOCKS = (
     "evaluate",
     "footprint",
     "token_cost",
+    "planted_ceiling",
     "encoder_bench",
     "sizing",
     "ecg_demo",

@@ -88,21 +88,31 @@ def ceiling_blocks(src: Source, fused: Source | None = None) -> list[Block]:
         mae = (f"{fmt.number(num(fused.data, 'test.mae_mean'))} ± "
                f"{fmt.number(num(fused.data, 'test.mae_sd'))}"
                if n == probe_n and fused is not None else fmt.DASH)
+        told = get(c, "told_learner")
+        learnt = (f"{fmt.number(num(told, 'planted_weight_mean'))} ± "
+                  f"{fmt.number(num(told, 'planted_weight_sd'))} "
+                  f"({fmt.integer(num(told, 'train_subjects'))} train)"
+                  if isinstance(told, dict) else fmt.DASH)
         rows.append([fmt.integer(n), fmt.number(num(c, "nearest_code_cosine")),
                      fmt.number(num(c, "uniform")), fmt.number(num(c, "probe_input.clip.top1")),
                      fmt.number(post), fmt.number(num(c, "test_mae.oracle")),
-                     fmt.number(num(c, "test_mae.no_token")),
+                     fmt.number(num(c, "test_mae.no_token")), learnt,
                      fmt.number(best) if best is not None else fmt.DASH, frac, mae])
     return [table(
         ["ECG tokens", "nearest code cosine", "uniform", "oracle top-1 (per clip)",
-         "oracle weight on t*", "oracle test MAE", "test MAE without t*", "fused best head",
+         "oracle weight on t*", "oracle test MAE", "test MAE without t*",
+         "told learner on t*", "fused best head",
          "fraction of the ceiling", "fused test MAE"], rows,
         f"The ceiling: an oracle that knows the synthetic generator's projections and codes "
         f"picks each test subject's planted token by likelihood from each echo clip, in the "
         f"probes' PCA-{fmt.integer(num(d, 'pca_rank'))} view; its test MAE is the perfect "
         "model's with the planted token's content read through the oracle's choice, and "
-        "without it the perfect model reads the mean token. The fused probe is judged as a "
-        "fraction of the oracle's weight (at the count it was trained at).")]
+        "without it the perfect model reads the mean token. The oracle says whether the clips "
+        "identify the token; whether a model can learn the match from the train subjects "
+        "is the told learner's column: a small attention told the codes' subspaces, fitted "
+        "to LVEF and kept at its best validation MSE (mean ± sd over seeds; a reference, "
+        "not a bound). The fused probe is judged as a fraction of the oracle's weight (at "
+        "the count it was trained at).")]
 
 
 def token_cost_blocks(src: Source) -> list[Block]:

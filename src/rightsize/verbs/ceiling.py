@@ -23,12 +23,19 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
             "the echo clips, in the embedding and in the probes' PCA view (train.pca_rank).\n"
             "Writes its top-1 rate, its posterior weight on the planted token (the ceiling of\n"
             "the fused probe's attention score) and the test MAE of the perfect model that\n"
-            "reads the planted token through it (rightsize.probes.evaluation.ceiling)."),
+            "reads the planted token through it (rightsize.probes.evaluation.ceiling).\n"
+            "Beside it, what the train split allows: a small learner told the codes'\n"
+            "subspaces fits LVEF on the train subjects (planted_ceiling.learner_seeds seeds,\n"
+            "at most learner_steps full-batch steps, kept at its best validation MSE) and\n"
+            "its attention's weight on the planted token is scored on the test subjects\n"
+            "(rightsize.probes.evaluation.learnable)."),
         epilog="example:\n  rightsize planted-ceiling --json metrics/eval/fused_ceiling.json")
     p.add_argument("--params", default="params.yaml",
-                   help="params file: cohort, token_cost, train.pca_rank (default: params.yaml)")
+                   help="params file: cohort, token_cost, train.pca_rank, planted_ceiling "
+                        "(default: params.yaml)")
     p.add_argument("--json", required=True, help="metrics JSON to write ('-' prints it)")
-    headline.add_argument(p, "the largest count's oracle top-1, posterior weight and test MAE")
+    headline.add_argument(p, "the largest count's oracle top-1, posterior weight and test MAE, "
+                          "and the told learner's weight")
     p.set_defaults(func=run_ceiling)
 
 
@@ -42,14 +49,18 @@ def run_ceiling(args: argparse.Namespace) -> int:
     """``rightsize planted-ceiling``: the oracle at every count, one JSON."""
     from rightsize.atomic import check_writable
     from rightsize.cohort.config import CohortConfig
+    from rightsize.cohort.synthetic import SyntheticCohort
     from rightsize.params import load_block, load_params, parse
     from rightsize.probes.engine.config import TrainConfig
     from rightsize.probes.evaluation.ceiling import planted_ceiling
+    from rightsize.probes.evaluation.learnable import LearnerConfig, told_learner
     from rightsize.probes.measurements.token_cost import TokenCostConfig
 
     cohort = load_block(args.params, "cohort", CohortConfig)
     train = load_block(args.params, "train", TrainConfig)
-    tc = parse(TokenCostConfig, load_params(args.params).get("token_cost") or {}, "token_cost")
+    raw = load_params(args.params)
+    tc = parse(TokenCostConfig, raw.get("token_cost") or {}, "token_cost")
+    learner = parse(LearnerConfig, raw.get("planted_ceiling") or {}, "planted_ceiling")
     check_writable(args.json, args.headline)
     out: dict[str, Any] = {"pca_rank": train.pca_rank,
                            "counts": counts(tc.tokens, int(cohort.ecg_tokens or 1))}
@@ -62,11 +73,21 @@ def run_ceiling(args: argparse.Namespace) -> int:
         console.info(f"{n} ECG tokens: oracle top-1 {clip['top1']:.3f}, posterior "
                      f"{clip['posterior']:.3f}, test MAE {mae['oracle']:.2f} (no token "
                      f"{mae['no_token']:.2f})")
+        if learner.learner_seeds:
+            with console.task(f"told learner at {n} ECG tokens, {learner.learner_seeds} seeds"):
+                node["told_learner"] = told = told_learner(SyntheticCohort(cfg),
+                                                           train.pca_rank, learner)
+            console.info(f"{n} ECG tokens: told learner weight on t* "
+                         f"{told['planted_weight_mean']:.3f} ± {told['planted_weight_sd']:.3f} "
+                         f"(uniform {told['uniform']:.4f}) from {told['train_subjects']} "
+                         f"train subjects")
     if out["counts"]:
         top = out[f"tokens_{out['counts'][-1]}"]
         out["max_tokens"] = {"ecg_tokens": top["ecg_tokens"],
                              **{k: top["probe_input"]["clip"][k] for k in ("top1", "posterior")},
                              "oracle_test_mae": top["test_mae"]["oracle"]}
+        if "told_learner" in top:
+            out["max_tokens"]["told_learner_weight"] = top["told_learner"]["planted_weight_mean"]
     console.emit_json(args.json, out)
     if args.headline:
         headline.write(args.headline, headline.headline("planted_ceiling", planted_ceiling=out))

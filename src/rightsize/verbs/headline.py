@@ -105,12 +105,15 @@ LAYOUT: dict[str, Kind] = {
         Pick("peak_rss_mb", "token_cost", "max_tokens.peak_rss_mb"),
         Pick("manifest_bytes", "token_cost", "max_tokens.manifest_bytes"),
     )),
-    # planted_ceiling: metrics/eval/fused_ceiling.json, the oracle at the largest ECG token count
+    # planted_ceiling: metrics/eval/fused_ceiling.json, the oracle and the told learner at the
+    # largest ECG token count
     "planted_ceiling": Kind("planted_ceiling", (
         Pick("max_tokens", "planted_ceiling", "max_tokens.ecg_tokens", optional=True),
         Pick("top1", "planted_ceiling", "max_tokens.top1", optional=True),
         Pick("posterior", "planted_ceiling", "max_tokens.posterior", optional=True),
         Pick("oracle_test_mae", "planted_ceiling", "max_tokens.oracle_test_mae", optional=True),
+        Pick("told_learner_weight", "planted_ceiling", "max_tokens.told_learner_weight",
+             optional=True),
     )),
     # encoder_bench@<model>: metrics/encoders/<model>.json
     "encoder": Kind("{item}_encoder", (

@@ -1,0 +1,192 @@
+"""What the train split allows: the planted-token match learnt from LVEF by a told learner.
+
+The oracle of :mod:`rightsize.probes.evaluation.ceiling` knows the generator's projections,
+so its weight on the planted token says whether the echo clips *identify* ``t*``; it does
+not say whether a model can *learn* the echo->ECG match from the cohort's train subjects by
+fitting LVEF, which is all a probe gets. This module measures that with the smallest model
+that could, given every advantage short of the answer:
+
+* **told the code subspaces**: the echo clips' and ECG tokens' probe coordinates (the
+  train-split standardization and top-``pca_rank`` principal directions, as the probes see
+  them) are projected on the span of the generator's token codes in that view (``r`` of
+  the ``pca_rank`` dimensions, :mod:`rightsize.cohort.planted_tokens`), so the only thing
+  left to learn of the match is one ``pca_rank x pca_rank`` bilinear form ``A``;
+* one attention per present clip over the subject's ``N`` tokens (no null key; uniform is
+  ``1/N``), ``a_c = softmax_t(x_c^T A y_t)``, and a linear read of everything else::
+
+      lvef_hat = b + w_x . mean_c x_c + w_y . mean_t y_t + w_v . mean_c sum_t a_ct y_t
+
+  (``x``, ``y``: the coordinates divided by their train sd; the reads see all
+  coordinates, the attention only the told subspaces);
+* the fused probe's loss (MSE on the train-standardized LVEF), full-batch AdamW (lr
+  ``1e-3``, no weight decay), ``A`` drawn ``N(0, 1/rank^2)`` from ``seed``, the other
+  parameters zero, and the step kept with the lowest validation MSE (checked every
+  :data:`CHECK_EVERY` steps): model selection by validation only, as the probes'.
+
+Scored like the probe (:mod:`rightsize.probes.evaluation.planted`): the mean weight on
+``t*`` over the test subjects with an ECG and a clip, and their present clips. It is a
+reference, not a bound: a better estimator could learn from fewer subjects. With
+``told=False`` the attention sees every coordinate (the same small model, not told):
+what this model class reaches on its own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from rightsize.cohort.synthetic import SyntheticCohort
+from rightsize.params import require
+from rightsize.probes.engine.data import feature_moments, token_moments
+from rightsize.probes.evaluation.spread import add_spread, per_seed
+
+CHECK_EVERY = 10      # steps between validation checks
+GROUP = 128           # subjects per generated block
+
+
+@dataclass(frozen=True)
+class LearnerConfig:
+    """``planted_ceiling``: the told learner's seeds (``0 .. seeds-1``) and most steps."""
+
+    learner_seeds: int = 3
+    learner_steps: int = 600
+
+    def validate(self, key: str) -> None:
+        """Check ranges (message names the dotted key)."""
+        require(self.learner_seeds >= 0, f"{key}.learner_seeds",
+                f"must be >= 0 (0 = skip the told learner), got {self.learner_seeds}")
+        require(self.learner_steps >= CHECK_EVERY, f"{key}.learner_steps",
+                f"must be >= {CHECK_EVERY}, got {self.learner_steps}")
+
+
+@dataclass(frozen=True)
+class ProbeView:
+    """A synthetic cohort at N tokens in the probes' PCA coordinates, with its truth."""
+
+    clips: np.ndarray      # (n, C, rank) float32, zero where no clip
+    clip_mask: np.ndarray  # (n, C) bool
+    tokens: np.ndarray     # (n, N, rank) float32, zero where no ECG
+    has_ecg: np.ndarray    # (n,) bool
+    lvef: np.ndarray       # (n,) float64
+    split: np.ndarray      # (n,) int: 0 train, 1 val, 2 test
+    planted: np.ndarray    # (n,) int64: t*
+    echo_codes: np.ndarray  # (rank, r): orthonormal basis of the codes' span, echo view
+    ecg_codes: np.ndarray   # (rank, r): the same, ECG view
+
+
+def _basis(codes: np.ndarray, r: int) -> np.ndarray:
+    """(rank, r) orthonormal columns spanning the centred rows of ``codes`` (N, rank)."""
+    u, _, _ = np.linalg.svd((codes - codes.mean(axis=0)).T, full_matrices=False)
+    return u[:, :r].astype(np.float32)
+
+
+def probe_view(cohort: SyntheticCohort, pca_rank: int) -> ProbeView:
+    """Generate ``cohort`` (its ``ecg_tokens`` > 1) and project it as the probes do."""
+    tok = cohort.latents.tokens
+    if tok is None:
+        raise ValueError(f"cohort.ecg_tokens = {cohort.cfg.ecg_tokens}: no planted token")
+    n = cohort.cfg.n_subjects
+    parts = [cohort.chunk(s, min(s + GROUP, n)) for s in range(0, n, GROUP)]
+    echo = np.concatenate([p.echo for p in parts])
+    ecg = np.concatenate([p.ecg for p in parts])
+    mask = np.arange(cohort.cfg.max_clips)[None, :] < cohort.n_clips[:, None]
+    train = cohort.split == 0
+    em, es, eb = feature_moments(echo[train][mask[train]], pca_rank)
+    gm, gs, gb = token_moments(ecg[train], cohort.has_ecg[train], pca_rank, None)
+    if eb is None or gb is None:
+        raise ValueError(f"train.pca_rank = {pca_rank}: the told learner needs a PCA view")
+    clips = ((echo - em) / es) @ eb * mask[..., None]
+    tokens = ((ecg - gm) / gs) @ gb * cohort.has_ecg[:, None, None]
+    r = tok.codes.shape[1]
+    return ProbeView(clips=clips.astype(np.float32), clip_mask=mask,
+                     tokens=tokens.astype(np.float32), has_ecg=cohort.has_ecg.copy(),
+                     lvef=cohort.lvef.astype(np.float64), split=cohort.split.copy(),
+                     planted=tok.planted.astype(np.int64),
+                     echo_codes=_basis((tok.echo_code / es) @ eb, r),
+                     ecg_codes=_basis((tok.ecg_code / gs) @ gb, r))
+
+
+def learn_match(view: ProbeView, seed: int, steps: int, told: bool = True) -> dict[str, Any]:
+    """Fit the told learner (module docstring) with ``seed`` for at most ``steps`` full-batch
+    steps; its numbers at the step of lowest validation MSE."""
+    import torch
+
+    torch.manual_seed(seed)
+    rank = view.clips.shape[-1]
+    train = view.split == 0
+    mu, sd = float(view.lvef[train].mean()), float(view.lvef[train].std())
+    x_sd = view.clips[view.clip_mask & train[:, None]].std(axis=0)
+    y_sd = view.tokens[view.has_ecg & train].reshape(-1, rank).std(axis=0)
+    pe, pg = ((view.echo_codes @ view.echo_codes.T, view.ecg_codes @ view.ecg_codes.T)
+              if told else (np.eye(rank), np.eye(rank)))
+
+    def part(split: int) -> tuple[torch.Tensor, ...]:
+        rows = view.split == split
+        x = torch.from_numpy(view.clips[rows] / x_sd)
+        y = torch.from_numpy(view.tokens[rows] / y_sd)
+        m = torch.from_numpy(view.clip_mask[rows]).to(x.dtype).unsqueeze(-1)
+        t = torch.from_numpy((view.lvef[rows] - mu) / sd).float()
+        p_e = torch.from_numpy(pe.astype(np.float32))
+        p_g = torch.from_numpy(pg.astype(np.float32))
+        return x, x @ p_e, m, y, y @ p_g, t
+
+    data = {s: part(s) for s in (0, 1, 2)}
+    a_mat = torch.nn.Parameter(torch.randn(rank, rank) / rank)
+    reads = torch.nn.Parameter(torch.zeros(3, rank))
+    bias = torch.nn.Parameter(torch.zeros(()))
+    opt = torch.optim.AdamW([a_mat, reads, bias], lr=1e-3, weight_decay=0.0)
+
+    def forward(split: int) -> tuple[torch.Tensor, torch.Tensor]:
+        x, xa, m, y, ya, _ = data[split]
+        att = torch.einsum("bcr,rs,bns->bcn", xa, a_mat, ya).softmax(-1)
+        count = m.sum(1).clamp(min=1.0)
+        attended = (torch.einsum("bcn,bns->bcs", att, y) * m).sum(1) / count
+        pred = (bias + ((x * m).sum(1) / count) @ reads[0] + y.mean(1) @ reads[1]
+                + attended @ reads[2])
+        return pred, att
+
+    best: dict[str, Any] = {"val_mse": float("inf")}
+    for step in range(steps + 1):
+        if step % CHECK_EVERY == 0:
+            with torch.no_grad():
+                val = float(((forward(1)[0] - data[1][-1]) ** 2).mean())
+                if val < best["val_mse"]:
+                    best = {"val_mse": val, "step": step,
+                            **_score(view, *forward(2), mu, sd)}
+        if step == steps:
+            break
+        loss = ((forward(0)[0] - data[0][-1]) ** 2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return {"seed": int(seed), "told": bool(told), "train_subjects": int(train.sum()), **best}
+
+
+def _score(view: ProbeView, pred: Any, att: Any, mu: float, sd: float) -> dict[str, float]:
+    """Test weight on t* (rows with an ECG and a clip, their present clips) and test MAE."""
+    test = view.split == 2
+    weights = att.numpy()                                           # (m, C, N)
+    planted = view.planted[test]
+    on = weights[np.arange(len(planted)), :, planted]               # (m, C)
+    use = view.clip_mask[test] & (view.has_ecg[test] & view.clip_mask[test].any(1))[:, None]
+    return {"planted_weight": float(on[use].mean()),
+            "test_mae": float(np.abs(pred.numpy() * sd + mu - view.lvef[test]).mean())}
+
+
+def told_learner(cohort: SyntheticCohort, pca_rank: int, cfg: LearnerConfig
+                 ) -> dict[str, Any]:
+    """The told learner over ``cfg.learner_seeds`` seeds: ``planted_weight_*`` and
+    ``test_mae_*`` (mean, sd, min, max), ``uniform`` (``1/N``), the train subjects, and each
+    seed's numbers under ``seeds.r<k>``."""
+    view = probe_view(cohort, pca_rank)
+    runs = [learn_match(view, s, cfg.learner_steps) for s in range(cfg.learner_seeds)]
+    rows = {k: [float(r[k]) for r in runs] for k in ("planted_weight", "test_mae", "step")}
+    out: dict[str, Any] = {"uniform": 1.0 / view.tokens.shape[1],
+                           "train_subjects": int((view.split == 0).sum()),
+                           "steps": cfg.learner_steps, "n_seeds": len(runs)}
+    add_spread(out, "planted_weight", rows["planted_weight"])
+    add_spread(out, "test_mae", rows["test_mae"])
+    out["seeds"] = per_seed(list(range(len(runs))), rows)
+    return out
