@@ -1,0 +1,88 @@
+"""The 93-token recipe's cost against the pooled fused probe: ``rightsize token-cost`` pairs.
+
+The recipe of docs/probes.md (``train.fused`` fusion_dim 32, heads 1, hidden 64, 80 epochs)
+on the synthetic cohort at 4,104 subjects (2,816 / 445 / 843), ``token_cost.epochs_timed: 0``
+(every epoch trained: measured whole), one seed: each case one ``rightsize token-cost
+--tokens N`` process, as the ``token_cost_case@N`` stage runs it, at N = 1 and 93 in
+alternating order (``--rounds`` pairs). Per case the train + evaluate seconds, build seconds
+and peak RSS; per round the ratio 93 / 1 (the speed goal: at most 3x).
+
+    python benchmarks/token_cost_recipe.py --rounds 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import yaml
+
+HERE = Path(__file__).parent
+RECIPE = {"cohort": {"n_subjects": 4104, "splits": {"train": 2816, "val": 445, "test": 843}},
+          "train": {"fused": {"fusion_dim": 32, "heads": 1, "hidden": 64, "epochs": 80}},
+          "token_cost": {"epochs_timed": 0}}
+
+
+def merged(base: dict, over: dict) -> dict:
+    """``base`` with ``over``'s leaves written in."""
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = merged(out.get(k) or {}, v) if isinstance(v, dict) else v
+    return out
+
+
+def case(params: Path, tokens: int, work: Path) -> dict:
+    """One ``rightsize token-cost --tokens`` process; its case node."""
+    out = work / f"tokens_{tokens}.json"
+    cli = Path(sys.executable).with_name("rightsize")
+    subprocess.run([str(cli), "token-cost", "-q", "--params", str(params), "--tokens",
+                    str(tokens), "--json", str(out)], check=True)
+    return json.loads(out.read_text())["case"]
+
+
+def main() -> None:
+    """Run the pairs and write the table."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--out", default=str(HERE / "results" / "token_cost_recipe.md"))
+    a = ap.parse_args()
+    rows = ["| round | ECG tokens | train + evaluate (s) | build (s) | peak RSS (MB) | "
+            "accelerator | 93 / 1 |", "|---:|---:|---:|---:|---:|---|---:|"]
+    ratios = []
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        params = work / "params.yaml"
+        params.write_text(yaml.safe_dump(merged(yaml.safe_load(Path("params.yaml").read_text()),
+                                                RECIPE), sort_keys=False))
+        for r in range(1, a.rounds + 1):
+            order = (1, 93) if r % 2 else (93, 1)
+            got = {n: case(params, n, work) for n in order}
+            ratio = got[93]["train_eval_s"] / got[1]["train_eval_s"]
+            ratios.append(ratio)
+            for n in (1, 93):
+                c = got[n]
+                rows.append(f"| {r} | {n} | {c['train_eval_s']:.1f} | {c['build_s']:.1f} | "
+                            f"{c['peak_rss_mb']:.0f} | {c.get('accelerator')} | "
+                            f"{ratio:.2f}x |" if n == 93 else
+                            f"| {r} | {n} | {c['train_eval_s']:.1f} | {c['build_s']:.1f} | "
+                            f"{c['peak_rss_mb']:.0f} | {c.get('accelerator')} | |")
+            print(rows[-2], rows[-1], sep="\n", flush=True)
+    notes = ("# The 93-token recipe's cost against the pooled fused probe (issue 32, item 3)\n\n"
+             "`rightsize token-cost` at 1 and 93 ECG tokens with the recipe's params at 4,104 "
+             "subjects,\n`epochs_timed: 0` (all 80 epochs: measured whole), one seed, 1 "
+             "thread, alternating order.\n"
+             f"Median ratio 93 / 1: {statistics.median(ratios):.2f}x (goal <= 3x); "
+             f"fastest pair {min(ratios):.2f}x.\n")
+    sys.path.insert(0, str(HERE))
+    from _measure import write_result
+
+    write_result(a.out, notes + "\n" + "\n".join(rows), Path(__file__).name)
+
+
+if __name__ == "__main__":
+    main()
