@@ -60,3 +60,14 @@ def test_bad_learner_params_name_the_key():
         parse(LearnerConfig, {"learner_seeds": -1}, "planted_ceiling")
     with pytest.raises(ValueError, match="no planted token"):
         probe_view(SyntheticCohort(dataclasses.replace(FEW, ecg_tokens=1)), 32)
+
+
+def test_without_a_pca_the_view_is_the_standardized_embedding_of_each_width():
+    # The tiny pipeline's geometry: echo 32-d, ECG 24-d, train.pca_rank 32 (not below either
+    # width): no principal directions, each modality its own width.
+    tiny = dataclasses.replace(FEW, echo_dim=32, ecg_dim=24, ecg_tokens=3)
+    view = probe_view(SyntheticCohort(tiny), pca_rank=32)
+    assert view.clips.shape[-1] == 32 and view.tokens.shape[-1] == 24
+    assert view.echo_codes.shape == (32, 2) and view.ecg_codes.shape == (24, 2)
+    got = learn_match(view, seed=0, steps=20)
+    assert 0.0 <= got["planted_weight"] <= 1.0 and np.isfinite(got["test_mae"])

@@ -8,9 +8,10 @@ that could, given every advantage short of the answer:
 
 * **told the code subspaces**: the echo clips' and ECG tokens' probe coordinates (the
   train-split standardization and top-``pca_rank`` principal directions, as the probes see
-  them) are projected on the span of the generator's token codes in that view (``r`` of
-  the ``pca_rank`` dimensions, :mod:`rightsize.cohort.planted_tokens`), so the only thing
-  left to learn of the match is one ``pca_rank x pca_rank`` bilinear form ``A``;
+  them; the standardized embedding where ``pca_rank`` is 0 or not below its width) are
+  projected on the span of the generator's token codes in that view (``r`` dimensions,
+  :mod:`rightsize.cohort.planted_tokens`), so the only thing left to learn of the match
+  is one bilinear form ``A`` (echo view x ECG view);
 * one attention per present clip over the subject's ``N`` tokens (no null key; uniform is
   ``1/N``), ``a_c = softmax_t(x_c^T A y_t)``, and a linear read of everything else::
 
@@ -19,7 +20,7 @@ that could, given every advantage short of the answer:
   (``x``, ``y``: the coordinates divided by their train sd; the reads see all
   coordinates, the attention only the told subspaces);
 * the fused probe's loss (MSE on the train-standardized LVEF), full-batch AdamW (lr
-  ``1e-3``, no weight decay), ``A`` drawn ``N(0, 1/rank^2)`` from ``seed``, the other
+  ``1e-3``, no weight decay), ``A`` drawn ``N(0, 1/(d_echo d_ecg))`` from ``seed``, the other
   parameters zero, and the step kept with the lowest validation MSE (checked every
   :data:`CHECK_EVERY` steps): model selection by validation only, as the probes'.
 
@@ -32,6 +33,7 @@ what this model class reaches on its own.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,19 +67,19 @@ class LearnerConfig:
 class ProbeView:
     """A synthetic cohort at N tokens in the probes' PCA coordinates, with its truth."""
 
-    clips: np.ndarray      # (n, C, rank) float32, zero where no clip
+    clips: np.ndarray      # (n, C, d_echo) float32, zero where no clip
     clip_mask: np.ndarray  # (n, C) bool
-    tokens: np.ndarray     # (n, N, rank) float32, zero where no ECG
+    tokens: np.ndarray     # (n, N, d_ecg) float32, zero where no ECG
     has_ecg: np.ndarray    # (n,) bool
     lvef: np.ndarray       # (n,) float64
     split: np.ndarray      # (n,) int: 0 train, 1 val, 2 test
     planted: np.ndarray    # (n,) int64: t*
-    echo_codes: np.ndarray  # (rank, r): orthonormal basis of the codes' span, echo view
-    ecg_codes: np.ndarray   # (rank, r): the same, ECG view
+    echo_codes: np.ndarray  # (d_echo, r): orthonormal basis of the codes' span, echo view
+    ecg_codes: np.ndarray   # (d_ecg, r): the same, ECG view
 
 
 def _basis(codes: np.ndarray, r: int) -> np.ndarray:
-    """(rank, r) orthonormal columns spanning the centred rows of ``codes`` (N, rank)."""
+    """(d, r) orthonormal columns spanning the centred rows of ``codes`` (N, d)."""
     u, _, _ = np.linalg.svd((codes - codes.mean(axis=0)).T, full_matrices=False)
     return u[:, :r].astype(np.float32)
 
@@ -95,8 +97,8 @@ def probe_view(cohort: SyntheticCohort, pca_rank: int) -> ProbeView:
     train = cohort.split == 0
     em, es, eb = feature_moments(echo[train][mask[train]], pca_rank)
     gm, gs, gb = token_moments(ecg[train], cohort.has_ecg[train], pca_rank, None)
-    if eb is None or gb is None:
-        raise ValueError(f"train.pca_rank = {pca_rank}: the told learner needs a PCA view")
+    eb = np.eye(echo.shape[-1], dtype=np.float32) if eb is None else eb    # no PCA: the
+    gb = np.eye(ecg.shape[-1], dtype=np.float32) if gb is None else gb     # standardized view
     clips = ((echo - em) / es) @ eb * mask[..., None]
     tokens = ((ecg - gm) / gs) @ gb * cohort.has_ecg[:, None, None]
     r = tok.codes.shape[1]
@@ -114,13 +116,13 @@ def learn_match(view: ProbeView, seed: int, steps: int, told: bool = True) -> di
     import torch
 
     torch.manual_seed(seed)
-    rank = view.clips.shape[-1]
+    d_echo, d_ecg = view.clips.shape[-1], view.tokens.shape[-1]
     train = view.split == 0
     mu, sd = float(view.lvef[train].mean()), float(view.lvef[train].std())
-    x_sd = view.clips[view.clip_mask & train[:, None]].std(axis=0)
-    y_sd = view.tokens[view.has_ecg & train].reshape(-1, rank).std(axis=0)
+    x_sd = _nonzero(view.clips[view.clip_mask & train[:, None]].std(axis=0))
+    y_sd = _nonzero(view.tokens[view.has_ecg & train].reshape(-1, d_ecg).std(axis=0))
     pe, pg = ((view.echo_codes @ view.echo_codes.T, view.ecg_codes @ view.ecg_codes.T)
-              if told else (np.eye(rank), np.eye(rank)))
+              if told else (np.eye(d_echo), np.eye(d_ecg)))
 
     def part(split: int) -> tuple[torch.Tensor, ...]:
         rows = view.split == split
@@ -133,18 +135,19 @@ def learn_match(view: ProbeView, seed: int, steps: int, told: bool = True) -> di
         return x, x @ p_e, m, y, y @ p_g, t
 
     data = {s: part(s) for s in (0, 1, 2)}
-    a_mat = torch.nn.Parameter(torch.randn(rank, rank) / rank)
-    reads = torch.nn.Parameter(torch.zeros(3, rank))
+    a_mat = torch.nn.Parameter(torch.randn(d_echo, d_ecg) / math.sqrt(d_echo * d_ecg))
+    read_x = torch.nn.Parameter(torch.zeros(d_echo))
+    reads = torch.nn.Parameter(torch.zeros(2, d_ecg))     # the mean token, the attended one
     bias = torch.nn.Parameter(torch.zeros(()))
-    opt = torch.optim.AdamW([a_mat, reads, bias], lr=1e-3, weight_decay=0.0)
+    opt = torch.optim.AdamW([a_mat, read_x, reads, bias], lr=1e-3, weight_decay=0.0)
 
     def forward(split: int) -> tuple[torch.Tensor, torch.Tensor]:
         x, xa, m, y, ya, _ = data[split]
         att = torch.einsum("bcr,rs,bns->bcn", xa, a_mat, ya).softmax(-1)
         count = m.sum(1).clamp(min=1.0)
         attended = (torch.einsum("bcn,bns->bcs", att, y) * m).sum(1) / count
-        pred = (bias + ((x * m).sum(1) / count) @ reads[0] + y.mean(1) @ reads[1]
-                + attended @ reads[2])
+        pred = (bias + ((x * m).sum(1) / count) @ read_x + y.mean(1) @ reads[0]
+                + attended @ reads[1])
         return pred, att
 
     best: dict[str, Any] = {"val_mse": float("inf")}
@@ -162,6 +165,11 @@ def learn_match(view: ProbeView, seed: int, steps: int, told: bool = True) -> di
         loss.backward()
         opt.step()
     return {"seed": int(seed), "told": bool(told), "train_subjects": int(train.sum()), **best}
+
+
+def _nonzero(sd: np.ndarray) -> np.ndarray:
+    """``sd`` with zeros (a constant coordinate) replaced by 1."""
+    return np.where(sd > 1e-8, sd, 1.0).astype(np.float32)
 
 
 def _score(view: ProbeView, pred: Any, att: Any, mu: float, sd: float) -> dict[str, float]:
