@@ -37,6 +37,18 @@ def peak_rss_mb() -> float:
     return peak / 2**20 if sys.platform == "darwin" else peak / 1024
 
 
+def reset_memory_hwm() -> bool:
+    """Reset this process's resident high-water mark (Linux: ``5`` into
+    ``/proc/self/clear_refs``), so that the next :func:`memory_hwm_mb` is the peak since now;
+    False where it cannot be reset (the next reading is then the peak so far, a bound)."""
+    try:
+        with open("/proc/self/clear_refs", "w", encoding="ascii") as fh:
+            fh.write("5")
+    except OSError:
+        return False
+    return True
+
+
 def memory_hwm_mb() -> float:
     """High-water mark of this process's own resident memory, MiB (``VmHWM`` on Linux).
 

@@ -10,7 +10,6 @@ CUDA: ``torch.cuda.max_memory_allocated`` after ``reset_peak_memory_stats``.
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -27,11 +26,11 @@ def reset_peak(device: str) -> str:
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
         return "CUDA max_memory_allocated during the step"
-    try:
-        Path("/proc/self/clear_refs").write_text("5")
+    from rightsize.measure import reset_memory_hwm
+
+    if reset_memory_hwm():
         return "process peak RSS during the step (VmHWM reset before it)"
-    except OSError:
-        return "process peak RSS so far (peak mark could not be reset: not per step)"
+    return "process peak RSS so far (peak mark could not be reset: not per step)"
 
 
 def peak_mb(device: str) -> float:

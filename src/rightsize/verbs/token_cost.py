@@ -90,7 +90,7 @@ def _run_case(folder: Path, case: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     """Build ``case``'s cohort and train + evaluate the fused probe in ``folder``; the case's
     node and the training's hardware stamp."""
     from rightsize.cohort.build import build_manifest
-    from rightsize.measure import memory_hwm_mb
+    from rightsize.measure import memory_hwm_mb, reset_memory_hwm
     from rightsize.probes.engine.train import resolve_device
     from rightsize.probes.measurements.token_cost import (
         PROBE,
@@ -105,7 +105,8 @@ def _run_case(folder: Path, case: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     report = build_manifest(case.cohort, folder / "manifest.parquet",
                             truth=folder / "truth.parquet")
     build = Measured(time.perf_counter() - t0, memory_hwm_mb())
-    _reset_hwm()        # the training's peak is its own, not the build's
+    reset_memory_hwm()  # the training's peak is its own, not the build's (an upper bound where
+                        # the mark cannot be reset)
     t0 = time.perf_counter()
     train_and_save(train_args(PROBE, str(folder), str(folder)), case.train,
                    resolve_device(case.train.device), case.evaluate, t0)
@@ -118,16 +119,6 @@ def _run_case(folder: Path, case: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     node = case_result(case.tokens, report.manifest_bytes, report.metadata["payload_bytes"],
                        build, run, tm, em, est, str(side.get("accelerator", "none")))
     return node, em.get("hardware") or {}
-
-
-def _reset_hwm() -> None:
-    """Reset this process's resident high-water mark (Linux ``clear_refs`` 5); where that is
-    not possible the next peak also counts what came before (an upper bound)."""
-    try:
-        with open("/proc/self/clear_refs", "w", encoding="ascii") as fh:
-            fh.write("5")
-    except OSError:
-        pass
 
 
 def _gather(args: argparse.Namespace) -> int:
