@@ -45,7 +45,6 @@ from rightsize.probes.engine.data import feature_moments, token_moments
 from rightsize.probes.evaluation.spread import add_spread, per_seed
 
 CHECK_EVERY = 10      # steps between validation checks
-GROUP = 128           # subjects per generated block
 
 
 @dataclass(frozen=True)
@@ -89,8 +88,7 @@ def probe_view(cohort: SyntheticCohort, pca_rank: int) -> ProbeView:
     tok = cohort.latents.tokens
     if tok is None:
         raise ValueError(f"cohort.ecg_tokens = {cohort.cfg.ecg_tokens}: no planted token")
-    n = cohort.cfg.n_subjects
-    parts = [cohort.chunk(s, min(s + GROUP, n)) for s in range(0, n, GROUP)]
+    parts = list(cohort.chunks())
     echo = np.concatenate([p.echo for p in parts])
     ecg = np.concatenate([p.ecg for p in parts])
     mask = np.arange(cohort.cfg.max_clips)[None, :] < cohort.n_clips[:, None]
@@ -123,6 +121,7 @@ def learn_match(view: ProbeView, seed: int, steps: int, told: bool = True) -> di
     y_sd = _nonzero(view.tokens[view.has_ecg & train].reshape(-1, d_ecg).std(axis=0))
     pe, pg = ((view.echo_codes @ view.echo_codes.T, view.ecg_codes @ view.ecg_codes.T)
               if told else (np.eye(d_echo), np.eye(d_ecg)))
+    p_e, p_g = (torch.from_numpy(p.astype(np.float32)) for p in (pe, pg))
 
     def part(split: int) -> tuple[torch.Tensor, ...]:
         rows = view.split == split
@@ -130,8 +129,6 @@ def learn_match(view: ProbeView, seed: int, steps: int, told: bool = True) -> di
         y = torch.from_numpy(view.tokens[rows] / y_sd)
         m = torch.from_numpy(view.clip_mask[rows]).to(x.dtype).unsqueeze(-1)
         t = torch.from_numpy((view.lvef[rows] - mu) / sd).float()
-        p_e = torch.from_numpy(pe.astype(np.float32))
-        p_g = torch.from_numpy(pg.astype(np.float32))
         return x, x @ p_e, m, y, y @ p_g, t
 
     data = {s: part(s) for s in (0, 1, 2)}
