@@ -49,13 +49,13 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=RESULTS / "ecg_tokens_learnable.md")
     a = ap.parse_args()
 
-    import numpy as np
     import torch
 
     from rightsize.cohort.config import CohortConfig
     from rightsize.cohort.synthetic import SyntheticCohort
     from rightsize.params import load_block
     from rightsize.probes.evaluation.learnable import learn_match, probe_view
+    from rightsize.probes.evaluation.spread import spread
 
     torch.set_num_threads(1)
     base = load_block(a.params, "cohort", CohortConfig)
@@ -72,13 +72,13 @@ def main() -> None:
                 t0 = time.perf_counter()
                 runs = [learn_match(view, s, a.steps, told) for s in range(seeds)]
                 per_fit = (time.perf_counter() - t0) / seeds
-                w = np.array([r["planted_weight"] for r in runs])
-                mae = np.array([r["test_mae"] for r in runs])
-                sd = float(w.std(ddof=1)) if seeds > 1 else 0.0
+                w = spread([r["planted_weight"] for r in runs])
+                mae = spread([r["test_mae"] for r in runs])
                 rows.append(
                     f"| {n} | {subjects:,} | {runs[0]['train_subjects']:,} | "
-                    f"{'told' if told else 'not told'} | {seeds} | {w.mean():.3f} ± {sd:.3f} | "
-                    f"{w.min():.3f}-{w.max():.3f} | {1 / n:.4f} | {mae.mean():.2f} | "
+                    f"{'told' if told else 'not told'} | {seeds} | {w['mean']:.3f} ± "
+                    f"{w['sd']:.3f} | {w['min']:.3f}-{w['max']:.3f} | {1 / n:.4f} | "
+                    f"{mae['mean']:.2f} | "
                     f"{', '.join(str(r['step']) for r in runs)} | {per_fit:.1f} |")
                 print(rows[-1], flush=True)
     notes = (

@@ -66,11 +66,9 @@ def main() -> None:
             ratios.append(ratio)
             for n in (1, 93):
                 c = got[n]
+                last = f"{ratio:.2f}x |" if n == 93 else "|"
                 rows.append(f"| {r} | {n} | {c['train_eval_s']:.1f} | {c['build_s']:.1f} | "
-                            f"{c['peak_rss_mb']:.0f} | {c.get('accelerator')} | "
-                            f"{ratio:.2f}x |" if n == 93 else
-                            f"| {r} | {n} | {c['train_eval_s']:.1f} | {c['build_s']:.1f} | "
-                            f"{c['peak_rss_mb']:.0f} | {c.get('accelerator')} | |")
+                            f"{c['peak_rss_mb']:.0f} | {c.get('accelerator')} | {last}")
             print(rows[-2], rows[-1], sep="\n", flush=True)
     notes = ("# The 93-token recipe's cost against the pooled fused probe (issue 32, item 3)\n\n"
              "`rightsize token-cost` at 1 and 93 ECG tokens with the recipe's params at 4,104 "
