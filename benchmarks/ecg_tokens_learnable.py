@@ -9,7 +9,7 @@ attention that could learn the echo->ECG match, told the codes' subspaces; the
 the weight on t* (mean ± sd, min-max), test MAE, and the seconds per fit.
 
     OMP_NUM_THREADS=1 python benchmarks/ecg_tokens_learnable.py --tokens 16 93 186 \\
-        --subjects 1208 2400 4104 --seeds 3 --generic \\
+        --subjects 1208 2400 4104 --seeds 3 --generic --events 0 \\
         --out benchmarks/results/ecg_tokens_learnable.md
 """
 
@@ -46,6 +46,8 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--steps", type=int, default=600)
     ap.add_argument("--generic", action="store_true", help="also the small model, not told")
+    ap.add_argument("--events", type=int, default=None,
+                    help="cohort.ecg_events (default: the params file's; 0 = one per token)")
     ap.add_argument("--out", type=Path, default=RESULTS / "ecg_tokens_learnable.md")
     a = ap.parse_args()
 
@@ -64,8 +66,11 @@ def main() -> None:
             "|---:|---:|---:|---|---:|---|---|---:|---:|---:|---:|"]
     for n in a.tokens:
         for subjects in a.subjects:
-            cfg = dataclasses.replace(scaled(base, subjects), source="synthetic", ecg_tokens=n)
+            cfg = dataclasses.replace(scaled(base, subjects), source="synthetic", ecg_tokens=n,
+                                      ecg_events=base.ecg_events if a.events is None
+                                      else a.events)
             view = probe_view(SyntheticCohort(cfg), 32)
+            uniform = float(view.planted[view.has_ecg].sum(axis=1).mean()) / n
             for told, seeds in ((True, a.seeds), (False, 1 if a.generic else 0)):
                 if not seeds:
                     continue
@@ -77,7 +82,7 @@ def main() -> None:
                 rows.append(
                     f"| {n} | {subjects:,} | {runs[0]['train_subjects']:,} | "
                     f"{'told' if told else 'not told'} | {seeds} | {w['mean']:.3f} ± "
-                    f"{w['sd']:.3f} | {w['min']:.3f}-{w['max']:.3f} | {1 / n:.4f} | "
+                    f"{w['sd']:.3f} | {w['min']:.3f}-{w['max']:.3f} | {uniform:.4f} | "
                     f"{mae['mean']:.2f} | "
                     f"{', '.join(str(r['step']) for r in runs)} | {per_fit:.1f} |")
                 print(rows[-1], flush=True)
@@ -87,7 +92,8 @@ def main() -> None:
         "attention on the probes' PCA-32 coordinates restricted to the generator's code\n"
         "subspaces, linear reads, full-batch AdamW lr 1e-3, at most "
         f"{a.steps} steps, kept at its\nbest validation MSE) on the shipped synthetic cohort "
-        "at each token count and size (splits\nin the default's proportions; cohort seed 0). "
+        "at each token count and size (splits\nin the default's proportions; cohort seed 0; "
+        f"`ecg_events` {'params' if a.events is None else a.events}). "
         "`not told`: the same model whose attention\nsees all 32 coordinates. Seeds draw the "
         "learner's initial weights; the cohort is fixed.\nOMP_NUM_THREADS=1; the seconds are "
         "wall time on a shared box.\n")

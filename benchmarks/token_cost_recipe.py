@@ -1,6 +1,6 @@
 """The 93-token recipe's cost against the pooled fused probe: ``rightsize token-cost`` pairs.
 
-The recipe of docs/probes.md (``train.fused`` fusion_dim 32, heads 1, hidden 64, 80 epochs)
+The recipe of docs/tokens.md (``train.fused`` fusion_dim 32, heads 1, hidden 64, 80 epochs)
 on the synthetic cohort at 4,104 subjects (2,816 / 445 / 843), ``token_cost.epochs_timed: 0``
 (every epoch trained: measured whole), one seed: each case one ``rightsize token-cost
 --tokens N`` process, as the ``token_cost_case@N`` stage runs it, at N = 1 and 93 in
@@ -23,7 +23,8 @@ from pathlib import Path
 import yaml
 
 HERE = Path(__file__).parent
-RECIPE = {"cohort": {"n_subjects": 4104, "splits": {"train": 2816, "val": 445, "test": 843}},
+RECIPE = {"cohort": {"n_subjects": 4104, "splits": {"train": 2816, "val": 445, "test": 843},
+                     "ecg_events": 0},                  # the one-token event it was made for
           "train": {"fused": {"fusion_dim": 32, "heads": 1, "hidden": 64, "epochs": 80}},
           "token_cost": {"epochs_timed": 0}}
 

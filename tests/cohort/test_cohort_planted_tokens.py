@@ -265,3 +265,49 @@ def test_code_match_finds_the_planted_token(coords16: Coords) -> None:
     hit = (best == tok.planted[test][:, None])[clips[test]]
     print(f"N={t}: nearest-code match per clip {hit.mean():.3f} (chance {1 / t:.3f})")
     assert hit.mean() > 0.95, hit.mean()
+
+
+@pytest.mark.parametrize(("n_tokens", "spans"), [(16, {1}), (93, {5, 6}), (186, {11, 12})])
+def test_events_keep_their_share_of_the_record(small_config, n_tokens, spans) -> None:
+    """``ecg_events: 16`` (the default): the planted event is one of 16 runs of consecutive
+    tokens, 5-6 of 93 and 11-12 of 186; every token of an event has its code and content."""
+    tok = SyntheticCohort(small_config(ecg_tokens=n_tokens)).latents.tokens
+    assert tok.n_events == 16
+    event = tok.events()
+    assert np.array_equal(event, np.sort(event)) and set(np.bincount(event)) == spans
+    assert set(tok.span.tolist()) <= spans
+    assert np.array_equal(tok.first_tokens()[event[tok.planted]], tok.planted)   # t* first
+    for e in range(16):
+        run = event == e
+        assert (tok.codes[run] == tok.codes[run][0]).all()
+        assert (tok.content[:, run] == tok.content[:, run][:, :1]).all()
+    mask = tok.mask()
+    assert np.array_equal(mask.sum(axis=1), tok.span)
+    assert np.array_equal(mask, event[None, :] == event[tok.planted][:, None])
+    rows = np.arange(len(tok.planted))
+    assert np.array_equal(tok.signal, tok.content[rows, tok.planted])   # e*'s content
+
+
+def test_one_event_per_token_is_the_token_model(small_config) -> None:
+    """``ecg_events: 0`` (or >= N) is the one-token event: at N = 16 the default's 16 events
+    draw it number for number, and at N = 93 ``ecg_events: 0`` and ``93`` agree."""
+    def arrays(**kw):
+        c = SyntheticCohort(small_config(**kw))
+        return c.latents.tokens, c._embeddings(0, 40)
+
+    for a_kw, b_kw in (({"ecg_tokens": 16}, {"ecg_tokens": 16, "ecg_events": 0}),
+                       ({"ecg_tokens": 93, "ecg_events": 0},
+                        {"ecg_tokens": 93, "ecg_events": 93})):
+        (ta, (ea, ga)), (tb, (eb, gb)) = arrays(**a_kw), arrays(**b_kw)
+        for name in ("codes", "echo_code", "ecg_code", "planted", "span", "content"):
+            assert np.array_equal(getattr(ta, name), getattr(tb, name)), name
+        assert np.array_equal(ea, eb) and np.array_equal(ga, gb)
+    tok = arrays(ecg_tokens=93, ecg_events=0)[0]
+    assert tok.n_events == 93 and (tok.span == 1).all() and tok.codes.shape[1] == R_CODE
+
+
+def test_events_must_be_zero_or_at_least_two() -> None:
+    from rightsize.errors import ParamsError
+
+    with pytest.raises(ParamsError, match="cohort.ecg_events"):
+        _config(ecg_events=1)

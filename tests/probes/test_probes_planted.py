@@ -23,6 +23,7 @@ from rightsize.cli import main
 from rightsize.cohort.build import build_manifest
 from rightsize.cohort.config import CohortConfig, SplitsConfig
 from rightsize.cohort.load import load_arrays
+from rightsize.cohort.planted_tokens import planted_mask
 from rightsize.cohort.truth import load_truth
 from rightsize.probes.engine.data import SplitData, split_data
 from rightsize.probes.engine.predict import Probe
@@ -51,6 +52,11 @@ def _rows(clip_mask: np.ndarray, has_ecg: np.ndarray) -> SplitData:
                      has_ecg, np.arange(m, dtype=np.float64), np.zeros(m, bool))
 
 
+def _one(first: list[int], tokens: int = 3) -> np.ndarray:
+    """(m, tokens) bool: one-token events starting at ``first`` (-1: none)."""
+    return planted_mask(np.array(first), tokens, tokens)
+
+
 def test_weight_on_the_planted_token_is_averaged_over_present_clips_of_scored_rows():
     # 3 rows, 2 heads, 2 clips, keys [null, t0, t1, t2]
     w = np.zeros((3, 2, 2, 4))
@@ -62,24 +68,38 @@ def test_weight_on_the_planted_token_is_averaged_over_present_clips_of_scored_ro
     data = _rows(np.array([[True, False], [True, True], [True, True]]),
                  np.array([True, True, False]))
     probe = Probe("fused", _Weights(w), None)
-    score = planted_weights(probe, data, np.array([1, 2, 0]))
+    score = planted_weights(probe, data, _one([1, 2, 0]))
     # head 0: clips (0.7, 1.0, 0.5) -> 2.2 / 3; head 1: (0.7, 0.25, 0.25) -> 1.2 / 3
     np.testing.assert_allclose(score.heads, [2.2 / 3, 1.2 / 3])
     assert (score.tokens, score.n_subjects, score.n_clips) == (3, 2, 3)
     np.testing.assert_allclose(score.null, (0.1 + 0.0 + 0.5 + 0.1 + 0.25 + 0.25) / 6)
     node = planted_attention([probe, Probe("fused", _Weights(w[:, ::-1].copy()), None)],
-                             data, np.array([1, 2, 0]))
+                             data, _one([1, 2, 0]))
     assert node["h0"] == pytest.approx(2.2 / 3) and node["best_head_index"] == 0
     assert node["r1"]["h1"] == pytest.approx(2.2 / 3) and node["r1"]["best_head"] == node[
         "best_head"]                        # heads swapped: the best head is chosen per seed
     assert node["best_head_sd"] == 0.0 and node["uniform"] == pytest.approx(0.25)
-    assert planted_weights(probe, data, np.array([-1, -1, 0])) is None   # nothing planted
+    assert planted_weights(probe, data, _one([-1, -1, 0])) is None   # nothing planted
+
+
+def test_weight_on_a_planted_event_sums_its_tokens():
+    """Events of two tokens (4 tokens, 2 events): the weight on the event is the sum over
+    its tokens, and uniform attention would put 2 / 5 there."""
+    w = np.zeros((2, 1, 1, 5))
+    w[0, 0, 0] = [0.1, 0.2, 0.3, 0.3, 0.1]      # row 0, event 1 (tokens 2, 3): 0.4
+    w[1, 0, 0] = [0.0, 0.5, 0.4, 0.1, 0.0]      # row 1, event 0 (tokens 0, 1): 0.9
+    mask = planted_mask(np.array([2, 0]), 4, 2)
+    assert mask.tolist() == [[False, False, True, True], [True, True, False, False]]
+    score = planted_weights(Probe("fused", _Weights(w), None),
+                            _rows(np.ones((2, 1), bool), np.ones(2, bool)), mask)
+    np.testing.assert_allclose(score.heads, [0.65])
+    assert score.uniform == pytest.approx(2 / 5)
 
 
 def test_a_probe_that_does_not_attend_has_no_planted_score():
     data = _rows(np.ones((2, 2), bool), np.ones(2, bool))
     assert planted_attention([Probe("concat", SimpleNamespace(), None)], data,
-                             np.array([0, 1])) is None
+                             _one([0, 1])) is None
 
 
 @pytest.fixture(scope="module")
@@ -92,7 +112,7 @@ def planted_cohort(tmp_path_factory):
     build_manifest(cfg, root / "manifest.parquet", truth=root / "truth.parquet")
     arrays = load_arrays(root / "manifest.parquet")
     truth = load_truth(root / "truth.parquet").aligned(arrays.subject_id)
-    return root, arrays, truth.planted_ecg_token[arrays.index("test")]
+    return root, arrays, truth.planted_mask()[arrays.index("test")]
 
 
 def test_trained_fused_attention_finds_the_planted_token(planted_cohort):
@@ -108,7 +128,7 @@ def test_trained_fused_attention_finds_the_planted_token(planted_cohort):
     assert node["uniform"] == pytest.approx(1 / (1 + TOKENS)) and node["ecg_tokens"] == TOKENS
     assert node["best_head_mean"] >= 3 * node["uniform"], node
     assert node["best_head_min"] >= 2 * node["uniform"], node
-    wrong = np.where(planted >= 0, (planted + 1) % TOKENS, -1)      # another token per row
+    wrong = np.roll(planted, 1, axis=1)                              # another token per row
     off = planted_attention([f.probe for f in fits], test, wrong)
     assert off["best_head_max"] < node["best_head_min"] / 2, off
 

@@ -81,9 +81,9 @@ def test_ecg_reading_and_planted_token_attention(tokens16):
             "echo reads no ECG (ecg_pooling: none); fused reads every ECG token as an "
             "echo→ECG attention key, and their mean as the ECG→echo query (ecg_pooling: "
             "attention (echo->ECG); mean (ECG->echo query))") in probes
-    section = probes.split("### Echo→ECG attention on the planted ECG token", 1)[1]
+    section = probes.split("### Echo→ECG attention on the planted ECG event", 1)[1]
     assert ("16 ECG tokens per subject; uniform attention over the null key and the tokens "
-            "would put 0.0588 (1/17) on the planted one. The best head of each seed puts "
+            "would put 0.0588 on the planted event's tokens. The best head of each seed puts "
             "0.904, 0.730, 0.729 there") in section
     assert "seed 0's heads: 0.204, 0.904, 0.192, 0.0820" in section
     assert "237 test subjects with an ECG and their 1,052 present clips" in section
@@ -106,11 +106,12 @@ def test_pooled_ecg_has_no_planted_token_section(tmp_path):
     write_params(tmp_path / "params.yaml")
     md = run_report(tmp_path).md
     assert "ECG input: 1 token(s) per subject (one pooled vector)." in md
-    assert "planted ECG token" not in md
+    assert "planted ECG event" not in md
 
 
 def _ceiling(n: int) -> dict:
-    return {"ecg_tokens": n, "nearest_code_cosine": 0.58, "uniform": 1 / (1 + n),
+    return {"ecg_tokens": n, "ecg_events": min(n, 16), "nearest_code_cosine": 0.58,
+            "uniform": 1 / (1 + n),
             "probe_input": {"clip": {"top1": 1.0, "posterior": 0.8}},
             "test_mae": {"oracle": 3.79, "no_token": 8.6}}
 
@@ -118,18 +119,18 @@ def _ceiling(n: int) -> dict:
 def test_ceiling_table_judges_the_probe_at_its_count(tokens16):
     doc = {"pca_rank": 32, "counts": [16, 93], "tokens_16": _ceiling(16), "tokens_93": _ceiling(93)}
     (tokens16 / "metrics" / "eval" / "fused_ceiling.json").write_text(json.dumps(doc))
-    section = run_report(tokens16).md.split("### Echo→ECG attention on the planted ECG token",
+    section = run_report(tokens16).md.split("### Echo→ECG attention on the planted ECG event",
                                             1)[1].split("\n### ", 1)[0]
     best = sum(max(v[k] for v in HEADS.values()) for k in range(3)) / 3
     rows = [line for line in section.splitlines() if line.startswith("| 16 |")
             or line.startswith("| 93 |")]
-    assert len(rows) == 2
+    assert len(rows) == 2 and rows[1].startswith("| 93 | 16 |")
     assert f"| {fmt.number(best)} | {fmt.number(best / 0.8)} |" in rows[0]
     assert rows[1].endswith("| — | — | — |")
     assert "an oracle that knows the synthetic generator" in section
 
 
 def test_missing_ceiling_says_how_to_get_it(tokens16):
-    section = run_report(tokens16).md.split("### Echo→ECG attention on the planted ECG token",
+    section = run_report(tokens16).md.split("### Echo→ECG attention on the planted ECG event",
                                             1)[1]
     assert "dvc repro planted_ceiling" in section

@@ -120,10 +120,11 @@ def build_manifest(cfg: CohortConfig, out: str | os.PathLike[str],
         summary = checker.finish(meta)
     if truth is not None:
         matched, planted = source.truth()
+        about = {"source": cfg.source, "seed": cfg.seed, "ecg_tokens": int(source.ecg_tokens)}
+        if source.planted_events is not None:       # only with planted tokens
+            about["ecg_events"] = int(source.planted_events)
         with outputs.file(truth) as staged:
-            write_truth(staged, source.subject_id, source.split, matched, planted,
-                        {"source": cfg.source, "seed": cfg.seed,
-                         "ecg_tokens": int(source.ecg_tokens)})
+            write_truth(staged, source.subject_id, source.split, matched, planted, about)
     size = outputs.staged(out).stat().st_size
     log.debug("wrote %s: %d rows, %d bytes", out, summary.n_rows, size)
     return BuildReport(path=str(out), summary=summary, metadata=meta, manifest_bytes=size)

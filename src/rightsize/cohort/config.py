@@ -81,6 +81,7 @@ class CohortConfig:
     ecg_dim: int = 768
     max_clips: int = 8
     ecg_tokens: int | None = 1
+    ecg_events: int = 16
     row_group_size: int = 128
     ef_threshold: float = 40.0
     noise_sd: float = 5.0
@@ -104,6 +105,8 @@ class CohortConfig:
         else:
             require(1 <= self.ecg_tokens <= MAX_ECG_TOKENS, f"{key}.ecg_tokens",
                     f"must be an integer in [1, {MAX_ECG_TOKENS}], got {self.ecg_tokens}")
+        require(self.ecg_events == 0 or self.ecg_events >= 2, f"{key}.ecg_events",
+                f"must be 0 (one event per token) or at least 2, got {self.ecg_events}")
         total = self.splits.train + self.splits.val + self.splits.test
         require(total == self.n_subjects, f"{key}.splits",
                 f"train + val + test = {total} must equal n_subjects = {self.n_subjects}")

@@ -183,6 +183,8 @@ class FilesCohort:
                            "labels": str(self.cfg.files.labels)},
                 "clips_dropped": self.clips_dropped}
 
+    planted_events = None       # no planted truth
+
     def truth(self) -> tuple[np.ndarray, np.ndarray]:
         """No planted truth: matched clip and planted ECG token are -1 for every subject."""
         none = np.full(len(self._ids_np), -1, dtype=np.int16)

@@ -234,6 +234,8 @@ class JoinedCohort:
         return {"perfect_model_mae": None, "perfect_model_mae_test": None,
                 "inputs": {"joined": self.where}, "clips_dropped": self.clips_dropped}
 
+    planted_events = None       # no planted truth
+
     def truth(self) -> tuple[np.ndarray, np.ndarray]:
         """No planted truth: matched clip and planted ECG token are -1 for every subject."""
         none = np.full(len(self._ids), -1, dtype=np.int16)

@@ -40,32 +40,36 @@ Token-level ECG (``ecg_tokens = N > 1``; :mod:`rightsize.cohort.planted_tokens`)
 ------------------------------------------------------------------------------
 Everything above is drawn as before (new RNG streams only), and three things are added:
 
-* Token index ``t`` in {0..N-1} has a *code* ``c_t``, a unit vector in R^r with
-  ``r = min(N-1, 15)``: a regular simplex for ``N <= 16`` (every pair at cosine
-  ``-1/(N-1)``), else the rows of a centred random tight frame scaled to unit length.
-* Per subject: the *planted token* ``t*_i`` uniform in {0..N-1}, and a content latent
-  ``w_it`` per token.
-* The ECG is ``N`` tokens; every token carries the subject's ECG latents, its own code,
-  its own content and its own noise::
+* The record is ``E`` *events* (``cohort.ecg_events``, default 16; ``E = N`` when that is
+  0 or not below ``N``): token ``t`` belongs to event ``e(t) = floor(t E / N)``, a run of
+  ``N/E`` consecutive tokens, so an event keeps its share of the record at any ``N``.
+* Event ``e`` has a *code* ``c_e``, a unit vector in R^r with ``r = min(E-1, 15)``: a regular
+  simplex for ``E <= 16`` (every pair at cosine ``-1/(E-1)``), else the rows of a centred
+  random tight frame scaled to unit length.
+* Per subject: the *planted event* ``e*_i`` uniform in {0..E-1}, and a content latent
+  ``w_ie`` per event.
+* The ECG is ``N`` tokens; every token carries the subject's ECG latents, its event's code,
+  its event's content and its own noise::
 
-      ecg_it  = W_ecg @ [v_i, 2 * onehot(q_i)] + b_ecg + 4 * P_ecg c_t + w_it * g + noise
-      echo_ij = (as above) + 4 * P_echo c_{t*_i}
-      lvef_i  = clip(mu + 6 u_i[0] + 5 v_i[0] + 7 s_ij*_i + 10 w_{i t*_i} + noise_sd eps_i,
+      ecg_it  = W_ecg @ [v_i, 2 * onehot(q_i)] + b_ecg + 4 * P_ecg c_e(t) + w_ie(t) * g + noise
+      echo_ij = (as above) + 4 * P_echo c_{e*_i}
+      lvef_i  = clip(mu + 6 u_i[0] + 5 v_i[0] + 7 s_ij*_i + 10 w_{i e*_i} + noise_sd eps_i,
                      10, 80)
 
   ``P_ecg``, ``P_echo`` and ``g`` are fixed random projections scaled like ``W_ecg`` and
   ``W_echo`` (entries ``N(0, 1/L)``, ``L`` the modality's latent count), and ``mu`` takes
   the token term into its standard deviation (``sqrt(6^2+5^2+7^2+10^2+noise_sd^2)``).
 
-What this plants: no token's content reveals ``t*`` (every ``w_it`` is standard normal,
-planted or not; ``t*`` is independent of the ECG), so the ECG alone cannot tell which
-token matters; the mean over tokens keeps ``w_{t*}`` with weight ``1/N`` (``1/N`` of its
-variance); echo->ECG attention, queried by an echo clip (which carries ``t*``'s code) and
-keyed by the ECG tokens (each carrying its own code), can select ``t*`` and read
-``w_{t*}``. The ECG->echo query of the clip mechanism is read from the mean of the tokens
-(the codes nearly cancel there). The codes, ``g`` and the other latents all fit inside the
-rank-32 input PCA of each modality that the probes fit on the train split (codes keep
->= 99% of their energy at N = 16 and 186: ``tests/cohort/test_cohort_planted_tokens.py``).
+What this plants: no token's content reveals ``e*`` (every ``w_ie`` is standard normal,
+planted or not; ``e*`` is independent of the ECG), so the ECG alone cannot tell which
+event matters; the mean over tokens keeps ``w_{e*}`` with weight ``1/E`` (``1/E`` of its
+variance); echo->ECG attention, queried by an echo clip (which carries ``e*``'s code) and
+keyed by the ECG tokens (each carrying its event's code), can select ``e*``'s tokens and
+read ``w_{e*}``. The ECG->echo query of the clip mechanism is read from the mean of the
+tokens (the codes nearly cancel there). The codes, ``g`` and the other latents all fit
+inside the rank-32 input PCA of each modality that the probes fit on the train split (codes
+keep >= 99% of their energy at N = 16 and 186: ``tests/cohort/test_cohort_planted_tokens.py``).
+Why events: :mod:`rightsize.cohort.planted_tokens` and docs/cohort.md.
 
 Generation is streaming: subject-level latents (a few floats per clip) are drawn up front;
 the 1024-d vectors (and the N x 768 ECG tokens) are built one row group at a time.
@@ -183,7 +187,8 @@ class SyntheticCohort:
         tokens = None
         if self.ecg_tokens > 1:
             tokens = PlantedTokens.draw(cfg.seed, n, self.ecg_tokens, cfg.echo_dim, cfg.ecg_dim,
-                                        self._echo_latent_dim, self._ecg_latent_dim)
+                                        self._echo_latent_dim, self._ecg_latent_dim,
+                                        cfg.ecg_events)
             signal += WEIGHT_TOKEN * tokens.signal.astype(np.float64)
         noise = cfg.noise_sd * eps
         self.lvef = np.clip(signal + noise, *LVEF_RANGE).astype(np.float32)
@@ -218,13 +223,19 @@ class SyntheticCohort:
             meta["generator"].update({
                 "model": "lvef = clip(mu + a*u0 + b*v0 + c*s[matched] + d*w[planted] + noise, "
                          "10, 80)",
-                "d": WEIGHT_TOKEN, "ecg_tokens": tokens.n_tokens,
+                "d": WEIGHT_TOKEN, "ecg_tokens": tokens.n_tokens, "ecg_events": tokens.n_events,
                 "code_dim": int(tokens.codes.shape[1]),
                 "code_scale_echo": CODE_SCALE_ECHO, "code_scale_ecg": CODE_SCALE_ECG})
         return meta
 
+    @property
+    def planted_events(self) -> int | None:
+        """``E``, the events of the token model (None at ``ecg_tokens = 1``)."""
+        return None if self.latents.tokens is None else self.latents.tokens.n_events
+
     def truth(self) -> tuple[np.ndarray, np.ndarray]:
-        """Per subject: the matched clip ``j*`` and the planted ECG token ``t*`` (int16).
+        """Per subject: the matched clip ``j*`` and the planted event's first ECG token
+        ``t*`` (int16).
 
         -1 where there is none: no echo clip; ``ecg_tokens = 1``; or no ECG.
         """

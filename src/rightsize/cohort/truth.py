@@ -10,15 +10,19 @@ subject_id          string    as in the manifest
 split               string    ``train`` / ``val`` / ``test``
 matched_clip        int16     the clip whose view key matches the ECG query (synthetic), -1
                               when the subject has no echo or the source has no truth
-planted_ecg_token   int16     the ECG token that carries the planted LVEF term (synthetic at
-                              ``ecg_tokens > 1``), -1 at ``ecg_tokens = 1``, when the ECG is
-                              missing, or when the source has no truth
+planted_ecg_token   int16     the first ECG token of the event that carries the planted LVEF
+                              term (synthetic at ``ecg_tokens > 1``), -1 at
+                              ``ecg_tokens = 1``, when the ECG is missing, or when the source
+                              has no truth
 ==================  ========  ==============================================================
 
 A ``files`` cohort has no planted truth: its truth file still has one row per subject, with
 -1 everywhere, so every build writes the same columns and rows. The parquet key-value
-metadata holds ``{"source", "seed", "ecg_tokens"}`` as JSON under ``rightsize.cohort.truth``.
-:func:`load_truth` gives the probes what they need to score attention on the planted token.
+metadata holds ``{"source", "seed", "ecg_tokens"}`` as JSON under ``rightsize.cohort.truth``,
+and ``ecg_events`` when tokens are planted (absent: one event per token): the planted event
+is the run of tokens :func:`rightsize.cohort.planted_tokens.token_events` maps to the same
+event as ``planted_ecg_token``. :func:`load_truth` gives the probes what they need to score
+attention on the planted event's tokens (:meth:`CohortTruth.planted_mask`).
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from rightsize.cohort.arrays import SPLITS
 from rightsize.cohort.columns import numbers, strings, valid
 from rightsize.cohort.input_files import open_parquet
 from rightsize.cohort.manifest import split_codes
+from rightsize.cohort.planted_tokens import event_count, planted_mask
 from rightsize.errors import DataError
 
 TRUTH_KEY = b"rightsize.cohort.truth"
@@ -52,6 +57,11 @@ class CohortTruth:
     matched_clip: np.ndarray       # (n,) int16, -1: none
     planted_ecg_token: np.ndarray  # (n,) int16, -1: none
     ecg_tokens: int                # tokens per ECG of the cohort it was built with
+    ecg_events: int                # events per ECG (ecg_tokens: one per token)
+
+    def planted_mask(self) -> np.ndarray:
+        """(n, ecg_tokens) bool: each subject's planted event's tokens (none where -1)."""
+        return planted_mask(self.planted_ecg_token, self.ecg_tokens, self.ecg_events)
 
     def aligned(self, subject_id: np.ndarray) -> CohortTruth:
         """This truth reordered to ``subject_id`` (e.g. ``CohortArrays.subject_id``).
@@ -70,7 +80,7 @@ class CohortTruth:
         return CohortTruth(subject_id=self.subject_id[order], split=self.split[order],
                            matched_clip=self.matched_clip[order],
                            planted_ecg_token=self.planted_ecg_token[order],
-                           ecg_tokens=self.ecg_tokens)
+                           ecg_tokens=self.ecg_tokens, ecg_events=self.ecg_events)
 
 
 def write_truth(path: str | os.PathLike[str], subject_id: pa.Array, split: np.ndarray,
@@ -119,7 +129,9 @@ def load_truth(path: str | os.PathLike[str]) -> CohortTruth | None:
     if not (planted >= 0).any():
         return None
     try:
-        tokens = int(json.loads(raw).get("ecg_tokens", 1))
+        about = json.loads(raw)
+        tokens = int(about.get("ecg_tokens", 1))
+        events = int(about.get("ecg_events", tokens))
     except (ValueError, TypeError, AttributeError):
         raise DataError(f"{p}: {TRUTH_KEY.decode()} metadata is not valid JSON") from None
     if planted.max() >= tokens:
@@ -128,4 +140,5 @@ def load_truth(path: str | os.PathLike[str]) -> CohortTruth | None:
                         f"below ecg_tokens = {tokens}")
     return CohortTruth(subject_id=strings(table.column("subject_id")), split=split,
                        matched_clip=numbers(table.column("matched_clip")).astype(np.int16),
-                       planted_ecg_token=planted, ecg_tokens=tokens)
+                       planted_ecg_token=planted, ecg_tokens=tokens,
+                       ecg_events=event_count(tokens, events))

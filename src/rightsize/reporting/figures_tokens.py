@@ -1,7 +1,7 @@
-"""Figures of token-level ECG: attention on the planted token, and the cost per token count.
+"""Figures of token-level ECG: attention on the planted event, and the cost per token count.
 
 * :func:`planted_attention`: per head of the fused probe's echo->ECG attention, the mean
-  weight on the planted ECG token (``attention.echo_to_ecg`` of ``metrics/eval/fused.json``):
+  weight on the planted ECG event (``attention.echo_to_ecg`` of ``metrics/eval/fused.json``):
   one bar per head for seed 0, a dot per head of every other seed, and uniform attention as
   a dashed line;
 * :func:`token_cost`: the fused probe's train + evaluate seconds and peak RSS against the
@@ -46,14 +46,15 @@ def planted_attention(node: Any) -> Figure | None:
                    label=f"uniform over 1 + N keys: {uniform:.3f}")
         ax.set_xticks(list(heads), [f"head {h}" for h in heads])
         ax.set_ylim(0, 1)
-        ax.set_ylabel("mean weight on the planted token")
-        ax.set_title("Fused probe: echo→ECG attention on the planted ECG token")
+        ax.set_ylabel("mean weight on the planted event")
+        ax.set_title("Fused probe: echo→ECG attention on the planted ECG event")
         ax.legend(loc="upper right")
         ax.grid(axis="y", alpha=0.3)
         png = _png(fig)
-    return Figure("planted_token_attention", "Echo→ECG attention on the planted ECG token",
+    return Figure("planted_token_attention", "Echo→ECG attention on the planted ECG event",
                   png, "Per head, the mean attention weight of each echo clip on its subject's "
-                       "planted ECG token (test subjects with an ECG, their present clips); "
+                       "planted ECG event's tokens (test subjects with an ECG, their present "
+                       "clips); "
                        "bars: seed 0; dots: the other seeds' heads (a head index means nothing "
                        "across seeds); dashed: what uniform attention would give.")
 

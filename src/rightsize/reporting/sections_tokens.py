@@ -39,12 +39,12 @@ def ecg_input_blocks(inputs: ReportInputs) -> list[Block]:
 
 
 def planted_attention_blocks(inputs: ReportInputs) -> list[Block]:
-    """The fused probe's echo->ECG weight on the planted ECG token, per seed and per head,
+    """The fused probe's echo->ECG weight on the planted ECG event, per seed and per head,
     with the per-head figure; nothing for a pooled ECG."""
     fused = inputs.evals.get("fused")
     if fused is None or not fused.ok or (num(fused.data, "ecg_tokens") or 1) <= 1:
         return []
-    blocks: list[Block] = [Heading("Echo→ECG attention on the planted ECG token", 3,
+    blocks: list[Block] = [Heading("Echo→ECG attention on the planted ECG event", 3,
                                    "planted-token")]
     node = get(fused.data, "attention.echo_to_ecg")
     if not isinstance(node, dict):
@@ -59,7 +59,7 @@ def planted_attention_blocks(inputs: ReportInputs) -> list[Block]:
     n = int(num(node, "ecg_tokens") or 0)
     blocks.append(Para(
         f"{n} ECG tokens per subject; uniform attention over the null key and the tokens "
-        f"would put {fmt.number(num(node, 'uniform'))} (1/{n + 1}) on the planted one. The "
+        f"would put {fmt.number(num(node, 'uniform'))} on the planted event's tokens. The "
         f"best head of each seed puts {per_seed} there (mean "
         f"{fmt.number(num(node, 'best_head_mean'))} ± {fmt.number(num(node, 'best_head_sd'))}"
         f", the best head chosen per seed: head indices mean nothing across seeds); seed 0's "
@@ -71,7 +71,7 @@ def planted_attention_blocks(inputs: ReportInputs) -> list[Block]:
 
 
 def ceiling_blocks(src: Source, fused: Source | None = None) -> list[Block]:
-    """The planted token's ceiling per count (``metrics/eval/fused_ceiling.json``): what an
+    """The planted event's ceiling per count (``metrics/eval/fused_ceiling.json``): what an
     oracle that knows the generator reads from the echo clips, and, at the fused probe's own
     count, its best head's weight as a fraction of the oracle's and its test MAE."""
     if not src.ok:
@@ -93,22 +93,25 @@ def ceiling_blocks(src: Source, fused: Source | None = None) -> list[Block]:
                   f"{fmt.number(num(told, 'planted_weight_sd'))} "
                   f"({fmt.integer(num(told, 'train_subjects'))} train)"
                   if isinstance(told, dict) else fmt.DASH)
-        rows.append([fmt.integer(n), fmt.number(num(c, "nearest_code_cosine")),
+        events = num(c, "ecg_events")
+        rows.append([fmt.integer(n), fmt.integer(events) if events is not None else fmt.DASH,
+                     fmt.number(num(c, "nearest_code_cosine")),
                      fmt.number(num(c, "uniform")), fmt.number(num(c, "probe_input.clip.top1")),
                      fmt.number(post), fmt.number(num(c, "test_mae.oracle")),
                      fmt.number(num(c, "test_mae.no_token")), learnt,
                      fmt.number(best) if best is not None else fmt.DASH, frac, mae])
     return [table(
-        ["ECG tokens", "nearest code cosine", "uniform", "oracle top-1 (per clip)",
-         "oracle weight on t*", "oracle test MAE", "test MAE without t*",
-         "told learner on t*", "fused best head",
+        ["ECG tokens", "events", "nearest code cosine", "uniform", "oracle top-1 (per clip)",
+         "oracle weight on the event", "oracle test MAE", "test MAE without the event",
+         "told learner on the event", "fused best head",
          "fraction of the ceiling", "fused test MAE"], rows,
         f"The ceiling: an oracle that knows the synthetic generator's projections and codes "
-        f"picks each test subject's planted token by likelihood from each echo clip, in the "
+        f"picks each test subject's planted event (a run of N/events tokens, one at events = N) "
+        f"by likelihood from each echo clip, in the "
         f"probes' PCA-{fmt.integer(num(d, 'pca_rank'))} view; its test MAE is the perfect "
-        "model's with the planted token's content read through the oracle's choice, and "
+        "model's with the planted event's content read through the oracle's choice, and "
         "without it the perfect model reads the mean token. The oracle says whether the clips "
-        "identify the token; whether a model can learn the match from the train subjects "
+        "identify the event; whether a model can learn the match from the train subjects "
         "is the told learner's column: a small attention told the codes' subspaces, fitted "
         "to LVEF and kept at its best validation MSE (mean ± sd over seeds; a reference, "
         "not a bound). The fused probe is judged as a fraction of the oracle's weight (at "

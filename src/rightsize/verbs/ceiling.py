@@ -1,4 +1,4 @@
-"""Verb: planted-ceiling (what an oracle reads of the planted ECG token, per token count)."""
+"""Verb: planted-ceiling (what an oracle reads of the planted ECG event, per token count)."""
 
 from __future__ import annotations
 
@@ -14,20 +14,20 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     """Add this module's verb to the rightsize parser."""
     p = sub.add_parser(
         "planted-ceiling", parents=[common], formatter_class=argparse.RawDescriptionHelpFormatter,
-        help="an oracle's planted-token top-1, weight and MAE per count",
+        help="an oracle's planted-event top-1, weight and MAE per count",
         description=(
             "For every ECG token count N > 1 of params token_cost.tokens, and cohort.ecg_tokens\n"
             "when it is above 1: regenerate the synthetic cohort of the configured geometry at\n"
             "N tokens (in memory, echo clips only) and let an oracle that knows the generator's\n"
-            "projections and codes pick each test subject's planted token by likelihood from\n"
+            "projections and codes pick each test subject's planted event by likelihood from\n"
             "the echo clips, in the embedding and in the probes' PCA view (train.pca_rank).\n"
-            "Writes its top-1 rate, its posterior weight on the planted token (the ceiling of\n"
+            "Writes its top-1 rate, its posterior weight on the planted event (the ceiling of\n"
             "the fused probe's attention score) and the test MAE of the perfect model that\n"
-            "reads the planted token through it (rightsize.probes.evaluation.ceiling).\n"
+            "reads the planted event through it (rightsize.probes.evaluation.ceiling).\n"
             "Beside it, what the train split allows: a small learner told the codes'\n"
             "subspaces fits LVEF on the train subjects (planted_ceiling.learner_seeds seeds,\n"
             "at most learner_steps full-batch steps, kept at its best validation MSE) and\n"
-            "its attention's weight on the planted token is scored on the test subjects\n"
+            "its attention's weight on the planted event is scored on the test subjects\n"
             "(rightsize.probes.evaluation.learnable)."),
         epilog="example:\n  rightsize planted-ceiling --json metrics/eval/fused_ceiling.json")
     p.add_argument("--params", default="params.yaml",
@@ -70,14 +70,14 @@ def run_ceiling(args: argparse.Namespace) -> int:
             node = planted_ceiling(cfg, train.pca_rank)
         out[f"tokens_{n}"] = node
         clip, mae = node["probe_input"]["clip"], node["test_mae"]
-        console.info(f"{n} ECG tokens: oracle top-1 {clip['top1']:.3f}, posterior "
-                     f"{clip['posterior']:.3f}, test MAE {mae['oracle']:.2f} (no token "
-                     f"{mae['no_token']:.2f})")
+        console.info(f"{n} ECG tokens ({node['ecg_events']} events): oracle top-1 "
+                     f"{clip['top1']:.3f}, posterior {clip['posterior']:.3f}, test MAE "
+                     f"{mae['oracle']:.2f} (no token {mae['no_token']:.2f})")
         if learner.learner_seeds:
             with console.task(f"told learner at {n} ECG tokens, {learner.learner_seeds} seeds"):
                 node["told_learner"] = told = told_learner(SyntheticCohort(cfg),
                                                            train.pca_rank, learner)
-            console.info(f"{n} ECG tokens: told learner weight on t* "
+            console.info(f"{n} ECG tokens: told learner weight on the planted event "
                          f"{told['planted_weight_mean']:.3f} ± {told['planted_weight_sd']:.3f} "
                          f"(uniform {told['uniform']:.4f}) from {told['train_subjects']} "
                          f"train subjects")

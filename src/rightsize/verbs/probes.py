@@ -307,8 +307,9 @@ def run_evaluate(args: argparse.Namespace) -> int:
 
 
 def _planted(args: argparse.Namespace, arrays: Any) -> Any:
-    """The test split's planted ECG token per row (-1: none) from ``--truth``; None without
-    the flag or when the truth file holds no planted token (a pooled or ``files`` cohort).
+    """The test split's planted event per row, ``(m, N)`` bool over its ECG tokens, from
+    ``--truth``; None without the flag or when the truth file holds no planted token (a
+    pooled or ``files`` cohort).
 
     A truth file built at another token count than the manifest's, or lacking one of its
     subjects, is an error naming both files.
@@ -329,7 +330,7 @@ def _planted(args: argparse.Namespace, arrays: Any) -> Any:
         truth = truth.aligned(arrays.subject_id)
     except DataError as exc:
         raise DataError(f"{args.truth}: {exc} of manifest {args.manifest}") from None
-    return truth.planted_ecg_token[arrays.index("test")]
+    return truth.planted_mask()[arrays.index("test")]
 
 
 def run_missing(args: argparse.Namespace) -> int:

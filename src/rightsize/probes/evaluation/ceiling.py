@@ -1,20 +1,22 @@
-"""The ceiling of the planted-token attention: what an oracle reads from the synthetic data.
+"""The ceiling of the planted-event attention: what an oracle reads from the synthetic data.
 
 The fused probe's echo->ECG attention is scored by its mean weight on each subject's planted
-ECG token (:mod:`rightsize.probes.evaluation.planted`). How much of that weight could any
-model put there? This module answers for a synthetic cohort
+event's ECG tokens (:mod:`rightsize.probes.evaluation.planted`). How much of that weight
+could any model put there? This module answers for a synthetic cohort
 (:mod:`rightsize.cohort.synthetic`) with an oracle that knows the generator: its
-projections, the offset, the token codes and their echo counterparts ``m_t``. Each present
+projections, the offset, the event codes and their echo counterparts ``m_e``. Each present
 echo clip ``x`` is, apart from its planted code, gaussian with the clip background's mean
 ``mu`` and covariance ``S`` (:meth:`SyntheticCohort.clip_background`; the view key's one-hot
-taken as gaussian with its own mean and covariance), so token ``t``'s log-likelihood is, up to
-a constant shared by every token,
+taken as gaussian with its own mean and covariance), so event ``e``'s log-likelihood is, up
+to a constant shared by every event,
 
-    score_t(x) = m_t^T S^-1 (x - mu) - m_t^T S^-1 m_t / 2
+    score_e(x) = m_e^T S^-1 (x - mu) - m_e^T S^-1 m_e / 2
 
-and the oracle's posterior over the ``N`` tokens (uniform prior, as the generator draws
-``t*``) is their softmax. Reported per count, on the test subjects with an ECG and a clip
-(the rows the probe is scored on):
+and the oracle's posterior over the ``E`` events (uniform prior, as the generator draws
+``e*``) is their softmax; its weight on the planted event is what a model could put on that
+event's tokens together. With one event per token (``cohort.ecg_events: 0``) events are
+tokens and "t*" is the planted token. Reported per count, on the test subjects with an ECG
+and a clip (the rows the probe is scored on):
 
 * ``clip.top1`` / ``clip.posterior``: per present clip, the rate at which the largest score is
   ``t*`` and the mean posterior weight on ``t*``: the per-clip quantity the probe's
@@ -103,8 +105,10 @@ def planted_ceiling(cfg: CohortConfig, pca_rank: int) -> dict[str, Any]:
     clips = np.arange(cfg.max_clips)[None, :] < cohort.n_clips[:, None]
     rows = (cohort.split == 2) & cohort.has_ecg & (cohort.n_clips > 0)
     mu, cov = cohort.clip_background()
-    codes = tokens.echo_code.astype(np.float64)                         # (N, D)
-    planted, content = tokens.planted, tokens.content.astype(np.float64)
+    first = tokens.first_tokens()                                       # (E,)
+    codes = tokens.echo_code[first].astype(np.float64)                  # (E, D)
+    planted = tokens.events()[tokens.planted]                           # e*
+    content = tokens.content[:, first].astype(np.float64)              # (n, E)
     signal = cohort.latents.signal
     base = signal - WEIGHT_TOKEN * content[np.arange(len(planted)), planted]
     lvef = cohort.lvef.astype(np.float64)
@@ -116,14 +120,18 @@ def planted_ceiling(cfg: CohortConfig, pca_rank: int) -> dict[str, Any]:
              "probe_input": _judge(_view((echo - mean) @ proj, (mu - mean) @ proj,
                                          proj.T @ cov @ proj, codes @ proj),
                                    clips, rows, planted, content, base, lvef)}
-    gram = tokens.codes.astype(np.float64) @ tokens.codes.T.astype(np.float64)
+    unique = tokens.codes[first].astype(np.float64)
+    gram = unique @ unique.T
     np.fill_diagonal(gram, -np.inf)
     clean = np.clip(signal, *LVEF_RANGE)
-    no_token = np.clip(base + WEIGHT_TOKEN * content.mean(axis=1), *LVEF_RANGE)
+    no_token = np.clip(base + WEIGHT_TOKEN * tokens.content.astype(np.float64).mean(axis=1),
+                       *LVEF_RANGE)
     return {
-        "ecg_tokens": tokens.n_tokens, "code_dim": int(tokens.codes.shape[1]),
+        "ecg_tokens": tokens.n_tokens, "ecg_events": tokens.n_events,
+        "code_dim": int(tokens.codes.shape[1]),
         "nearest_code_cosine": float(gram.max(axis=1).mean()),
-        "uniform": 1.0 / (1 + tokens.n_tokens), "pca_rank": int(pca_rank),
+        "uniform": float(tokens.span[rows].mean()) / (1 + tokens.n_tokens),
+        "pca_rank": int(pca_rank),
         "n_subjects": int(rows.sum()), "n_clips": int(clips[rows].sum()),
         **views,
         "test_mae": {"perfect": float(np.abs(clean - lvef)[rows].mean()),

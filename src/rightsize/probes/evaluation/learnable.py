@@ -1,7 +1,7 @@
-"""What the train split allows: the planted-token match learnt from LVEF by a told learner.
+"""What the train split allows: the planted-event match learnt from LVEF by a told learner.
 
 The oracle of :mod:`rightsize.probes.evaluation.ceiling` knows the generator's projections,
-so its weight on the planted token says whether the echo clips *identify* ``t*``; it does
+so its weight on the planted event says whether the echo clips *identify* it; it does
 not say whether a model can *learn* the echo->ECG match from the cohort's train subjects by
 fitting LVEF, which is all a probe gets. This module measures that with the smallest model
 that could, given every advantage short of the answer:
@@ -24,9 +24,9 @@ that could, given every advantage short of the answer:
   parameters zero, and the step kept with the lowest validation MSE (checked every
   :data:`CHECK_EVERY` steps): model selection by validation only, as the probes'.
 
-Scored like the probe (:mod:`rightsize.probes.evaluation.planted`): the mean weight on
-``t*`` over the test subjects with an ECG and a clip, and their present clips. It is a
-reference, not a bound: a better estimator could learn from fewer subjects. With
+Scored like the probe (:mod:`rightsize.probes.evaluation.planted`): the mean weight on the
+planted event's tokens over the test subjects with an ECG and a clip, and their present
+clips. It is a reference, not a bound: a better estimator could learn from fewer subjects. With
 ``told=False`` the attention sees every coordinate (the same small model, not told):
 what this model class reaches on its own.
 """
@@ -72,7 +72,7 @@ class ProbeView:
     has_ecg: np.ndarray    # (n,) bool
     lvef: np.ndarray       # (n,) float64
     split: np.ndarray      # (n,) int: 0 train, 1 val, 2 test
-    planted: np.ndarray    # (n,) int64: t*
+    planted: np.ndarray    # (n, N) bool: the planted event's tokens
     echo_codes: np.ndarray  # (d_echo, r): orthonormal basis of the codes' span, echo view
     ecg_codes: np.ndarray   # (d_ecg, r): the same, ECG view
 
@@ -103,7 +103,7 @@ def probe_view(cohort: SyntheticCohort, pca_rank: int) -> ProbeView:
     return ProbeView(clips=clips.astype(np.float32), clip_mask=mask,
                      tokens=tokens.astype(np.float32), has_ecg=cohort.has_ecg.copy(),
                      lvef=cohort.lvef.astype(np.float64), split=cohort.split.copy(),
-                     planted=tok.planted.astype(np.int64),
+                     planted=tok.mask(),
                      echo_codes=_basis((tok.echo_code / es) @ eb, r),
                      ecg_codes=_basis((tok.ecg_code / gs) @ gb, r))
 
@@ -170,11 +170,11 @@ def _nonzero(sd: np.ndarray) -> np.ndarray:
 
 
 def _score(view: ProbeView, pred: Any, att: Any, mu: float, sd: float) -> dict[str, float]:
-    """Test weight on t* (rows with an ECG and a clip, their present clips) and test MAE."""
+    """Test weight on the planted event's tokens (rows with an ECG and a clip, their present
+    clips) and test MAE."""
     test = view.split == 2
     weights = att.numpy()                                           # (m, C, N)
-    planted = view.planted[test]
-    on = weights[np.arange(len(planted)), :, planted]               # (m, C)
+    on = (weights * view.planted[test][:, None, :]).sum(axis=-1)    # (m, C)
     use = view.clip_mask[test] & (view.has_ecg[test] & view.clip_mask[test].any(1))[:, None]
     return {"planted_weight": float(on[use].mean()),
             "test_mae": float(np.abs(pred.numpy() * sd + mu - view.lvef[test]).mean())}
@@ -183,12 +183,14 @@ def _score(view: ProbeView, pred: Any, att: Any, mu: float, sd: float) -> dict[s
 def told_learner(cohort: SyntheticCohort, pca_rank: int, cfg: LearnerConfig
                  ) -> dict[str, Any]:
     """The told learner over ``cfg.learner_seeds`` seeds: ``planted_weight_*`` and
-    ``test_mae_*`` (mean, sd, min, max), ``uniform`` (``1/N``), the train subjects, and each
-    seed's numbers under ``seeds.r<k>``."""
+    ``test_mae_*`` (mean, sd, min, max), ``uniform`` (mean ``|T*| / N``), the train
+    subjects, and each seed's numbers under ``seeds.r<k>``."""
     view = probe_view(cohort, pca_rank)
     runs = [learn_match(view, s, cfg.learner_steps) for s in range(cfg.learner_seeds)]
     rows = {k: [float(r[k]) for r in runs] for k in ("planted_weight", "test_mae", "step")}
-    out: dict[str, Any] = {"uniform": 1.0 / view.tokens.shape[1],
+    scored = (view.split == 2) & view.has_ecg & view.clip_mask.any(axis=1)
+    out: dict[str, Any] = {"uniform": float(view.planted[scored].sum(axis=1).mean())
+                           / view.tokens.shape[1],
                            "train_subjects": int((view.split == 0).sum()),
                            "steps": cfg.learner_steps, "n_seeds": len(runs)}
     add_spread(out, "planted_weight", rows["planted_weight"])

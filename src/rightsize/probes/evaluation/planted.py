@@ -1,16 +1,17 @@
-"""Does the fused probe's echo->ECG attention find the planted ECG token?
+"""Does the fused probe's echo->ECG attention find the planted ECG event?
 
 The synthetic cohort at ``cohort.ecg_tokens = N > 1`` puts part of the LVEF signal into one
-ECG token per subject, ``t*``, and that token's code into the subject's echo clips; the
-truth file records ``t*`` (:mod:`rightsize.cohort.truth`). A probe whose model attends from
-the echo clips to the ECG tokens (``model.attention(data)``: weights ``(m, H, c, 1+N)`` over
-``[null, ECG tokens]``, the fused probe) is scored per head ``h`` by
+event per subject, a run of ECG tokens ``T*`` (one token when events are tokens), and that
+event's code into the subject's echo clips; the truth file records it
+(:mod:`rightsize.cohort.truth`). A probe whose model attends from the echo clips to the ECG
+tokens (``model.attention(data)``: weights ``(m, H, c, 1+N)`` over ``[null, ECG tokens]``,
+the fused probe) is scored per head ``h`` by
 
-    weight on t* = mean over test subjects with an ECG and a planted token, and over each
-                   such subject's present clips, of ``w[i, h, clip, 1 + t*_i]``
+    weight on t* = mean over test subjects with an ECG and a planted event, and over each
+                   such subject's present clips, of ``sum_{t in T*_i} w[i, h, clip, 1 + t]``
 
 (every present clip of those subjects counts once). Uniform attention over the ``1 + N``
-keys would put ``1 / (1 + N)`` there.
+keys would put ``|T*| / (1 + N)`` there (``uniform``: its mean over the rows scored).
 
 :func:`planted_attention` gives the ``attention.echo_to_ecg`` node of the fused probe's
 evaluation metrics, from its seed replicas (every value a flat scalar, as DVC wants):
@@ -21,7 +22,7 @@ evaluation metrics, from its seed replicas (every value a flat scalar, as DVC wa
   per replica** (heads are interchangeable: head ``j`` of one seed has nothing to do with
   head ``j`` of another, so a per-index mean would mix unrelated heads);
 * ``r<k>.h<j>``, ``r<k>.best_head``: every replica's heads;
-* ``uniform`` (``1 / (1 + N)``), ``null`` (replica 0's mean weight on the null key over the
+* ``uniform`` (mean ``|T*| / (1 + N)``), ``null`` (replica 0's mean weight on the null key over the
   same clips), ``ecg_tokens``, ``n_subjects`` and ``n_clips`` (the rows and queries scored).
 """
 
@@ -40,23 +41,24 @@ from rightsize.probes.evaluation.spread import add_spread
 
 @dataclass(frozen=True)
 class PlantedScore:
-    """One replica's echo->ECG attention on the planted token."""
+    """One replica's echo->ECG attention on the planted event."""
 
-    heads: np.ndarray     # (H,) mean weight on t* per head
+    heads: np.ndarray     # (H,) mean weight on T* per head
     null: float           # mean weight on the null key, over the same clips and heads
     tokens: int           # N, ECG tokens per subject
-    n_subjects: int       # rows scored: an ECG, a planted token and at least one clip
+    n_subjects: int       # rows scored: an ECG, a planted event and at least one clip
     n_clips: int          # present clips of those rows (the queries averaged over)
+    uniform: float        # what uniform attention would put on T*, mean over those rows
 
 
 def planted_weights(probe: Probe, data: SplitData, planted: np.ndarray) -> PlantedScore | None:
-    """``probe``'s echo->ECG weight on each row's planted token, or None when the probe
-    does not attend from the echo to ECG tokens, or no row has an ECG, a planted token and
+    """``probe``'s echo->ECG weight on each row's planted event, or None when the probe
+    does not attend from the echo to ECG tokens, or no row has an ECG, a planted event and
     a clip.
 
-    ``planted`` (m,) int: each row's planted token, -1 where none.
+    ``planted`` (m, N) bool: each row's planted event's tokens, none where no truth.
     """
-    rows = np.flatnonzero(data.has_ecg & (planted >= 0) & data.clip_mask.any(axis=1))
+    rows = np.flatnonzero(data.has_ecg & planted.any(axis=1) & data.clip_mask.any(axis=1))
     attention = getattr(probe.model, "attention", None)
     if attention is None or rows.size == 0:
         return None
@@ -67,15 +69,16 @@ def planted_weights(probe: Probe, data: SplitData, planted: np.ndarray) -> Plant
 
     w = weights[0].to("cpu", torch.float64).numpy()         # (r, H, c, 1+N)
     tokens = w.shape[-1] - 1
-    t_star = planted[rows].astype(np.int64)
-    if (t_star >= tokens).any():
-        raise ValueError(f"planted token {int(t_star.max())} is not below the probe's "
-                         f"{tokens} ECG tokens")
-    on_planted = np.take_along_axis(w, (1 + t_star)[:, None, None, None], axis=-1)[..., 0]
+    if planted.shape[1] != tokens:
+        raise ValueError(f"planted events over {planted.shape[1]} ECG tokens, the probe "
+                         f"attends over {tokens}")
+    mask = planted[rows]                                     # (r, N)
+    on_planted = (w[..., 1:] * mask[:, None, None, :]).sum(axis=-1)     # (r, H, c)
     clips = data.clip_mask[rows]                             # (r, c)
     heads = on_planted.transpose(0, 2, 1)[clips].mean(axis=0)            # (H,)
     null = float(w[..., 0].transpose(0, 2, 1)[clips].mean())
-    return PlantedScore(heads, null, tokens, int(rows.size), int(clips.sum()))
+    uniform = float(mask.sum(axis=1).mean()) / (1 + tokens)
+    return PlantedScore(heads, null, tokens, int(rows.size), int(clips.sum()), uniform)
 
 
 def planted_attention(probes: Sequence[Probe], data: SplitData,
@@ -91,7 +94,7 @@ def planted_attention(probes: Sequence[Probe], data: SplitData,
     node["best_head"] = float(first.heads.max())
     node["best_head_index"] = int(first.heads.argmax())
     add_spread(node, "best_head", [float(s.heads.max()) for s in scored])
-    node.update(uniform=1.0 / (1 + first.tokens), null=first.null, ecg_tokens=first.tokens,
+    node.update(uniform=first.uniform, null=first.null, ecg_tokens=first.tokens,
                 n_subjects=first.n_subjects, n_clips=first.n_clips)
     for k, s in enumerate(scored):
         node[f"r{k}"] = {**{f"h{j}": float(v) for j, v in enumerate(s.heads)},
