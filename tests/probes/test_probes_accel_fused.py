@@ -118,13 +118,16 @@ def test_training_step_equals_autograd_of_the_textbook_forward(rank, rows, clips
             torch.testing.assert_close(p.grad, g, rtol=1e-9, atol=1e-11, msg=name)
 
 
+# Width 16, 4 heads: 1 clip (4 queries per row) scores the queries in the token coordinates
+# at rank 8; 5 clips (20 queries), or rank 0 (the tokens' full 30-d width), form the keys.
 @pytest.mark.parametrize("rank, rows", [(0, 7), (8, 42)])
+@pytest.mark.parametrize("clips", [1, 5])
 @pytest.mark.parametrize("train", [True, False])
-def test_token_training_step_equals_autograd_of_the_textbook_forward(rank, rows, train):
+def test_token_training_step_equals_autograd_of_the_textbook_forward(rank, rows, clips, train):
     """fused_tokens: autograd of the coordinate-form forward, N = 3 tokens, dropout on."""
     model = randomized(makers(dropout=0.3)["fused"], rank)
     model.train(train)
-    enc = model.encode(*probe_inputs(5, rows, tokens=3))
+    enc = model.encode(*probe_inputs(clips, rows, tokens=3))
     y = torch.linspace(-2, 2, rows, dtype=torch.float64)
     ref_loss, ref_grads = _textbook_grads(model, enc, y, seed=3)
     torch.manual_seed(3)

@@ -198,23 +198,45 @@ def _echo_to_tokens(e2g: nn.Module, x_e: torch.Tensor, mq: torch.Tensor, bq: tor
                     n_g: torch.Tensor, has_ecg: torch.Tensor, scale: float
                     ) -> tuple[torch.Tensor, torch.Tensor]:
     """Every clip over ``[null, N ECG tokens]``: the output (B, c, d) and the weights
-    (B, H, c, 1+N). The clip queries are the affine map ``(mq, bq)`` of ``x_e``; each
-    token's per-head key is contracted with it in ``x_e``'s coordinates."""
+    (B, H, c, 1+N). The clip queries are the affine map ``(mq, bq)`` of ``x_e``.
+
+    Token keys and values are affine maps ``(M, m)`` of the token coordinates ``c_g`` (rank
+    ``r``), so when ``c * H`` queries per row are fewer than the width ``d`` neither is
+    formed: each query is taken into token coordinates (``M_h^T q``, (B, c, H, r)) and
+    scored against ``c_g`` directly, and each clip's weights pool ``c_g`` before ``M_v``
+    maps the pooled coordinates per head. Otherwise every token's key and value is formed.
+    """
     b, n, d = g.shape
-    heads = e2g.heads
+    heads, c, rank = e2g.heads, x_e.shape[1], c_g.shape[-1]
     dh = d // heads
-    k_g, k_null = project(e2g.k, c_g, a_g, bias, g, n_g)                      # (B, N, d)
-    keys = torch.cat([k_null.view(1, 1, d).expand(b, 1, d), k_g], dim=1)
-    keys = (keys * scale).view(b, 1 + n, heads, dh)
-    t = torch.einsum("bnhk,hkr->bnhr", keys, mq.view(heads, dh, -1))
-    s = (torch.einsum("bcr,bnhr->bchn", x_e, t)
-         + torch.einsum("hk,bnhk->bhn", bq.view(heads, dh), keys).unsqueeze(1))
     ok = torch.cat([torch.ones_like(has_ecg).view(b, 1), has_ecg.view(b, 1).expand(b, n)], 1)
-    w = torch.softmax(s.masked_fill(~ok.view(b, 1, 1, 1 + n), float("-inf")), dim=-1)
-    v_g, v_null = project(e2g.v, c_g, a_g, bias, g, n_g)
-    values = torch.cat([v_null.view(1, 1, d).expand(b, 1, d), v_g], dim=1)
-    mixed = torch.einsum("bchn,bnhk->bchk", w, values.view(b, 1 + n, heads, dh))
-    c = x_e.shape[1]
+    if c * heads < d and rank < d:
+        q = (torch.einsum("bcr,hkr->bchk", x_e, mq.view(heads, dh, -1))
+             + bq.view(heads, dh)) * scale                                   # (B, c, H, dh)
+        mk, bk, k_null = affine_map(e2g.k, a_g, bias, n_g)
+        qk = torch.einsum("bchk,hkr->bchr", q, mk.view(heads, dh, rank))     # (B, c, H, r)
+        s_tok = (torch.einsum("bchr,bnr->bchn", qk, c_g)
+                 + (q * bk.view(heads, dh)).sum(-1, keepdim=True))
+        s_null = (q * k_null.view(heads, dh)).sum(-1, keepdim=True)          # (B, c, H, 1)
+        s = torch.cat([s_null, s_tok], dim=-1)                               # (B, c, H, 1+N)
+        w = torch.softmax(s.masked_fill(~ok.view(b, 1, 1, 1 + n), float("-inf")), dim=-1)
+        mv, bv, v_null = affine_map(e2g.v, a_g, bias, n_g)
+        w_tok = w[..., 1:]
+        pooled = torch.einsum("bchn,bnr->bchr", w_tok, c_g)                  # (B, c, H, r)
+        mixed = (torch.einsum("bchr,hkr->bchk", pooled, mv.view(heads, dh, rank))
+                 + w_tok.sum(-1, keepdim=True) * bv.view(heads, dh)
+                 + w[..., :1] * v_null.view(heads, dh))                      # (B, c, H, dh)
+    else:
+        k_g, k_null = project(e2g.k, c_g, a_g, bias, g, n_g)                  # (B, N, d)
+        keys = torch.cat([k_null.view(1, 1, d).expand(b, 1, d), k_g], dim=1)
+        keys = (keys * scale).view(b, 1 + n, heads, dh)
+        t = torch.einsum("bnhk,hkr->bnhr", keys, mq.view(heads, dh, -1))
+        s = (torch.einsum("bcr,bnhr->bchn", x_e, t)
+             + torch.einsum("hk,bnhk->bhn", bq.view(heads, dh), keys).unsqueeze(1))
+        w = torch.softmax(s.masked_fill(~ok.view(b, 1, 1, 1 + n), float("-inf")), dim=-1)
+        v_g, v_null = project(e2g.v, c_g, a_g, bias, g, n_g)
+        values = torch.cat([v_null.view(1, 1, d).expand(b, 1, d), v_g], dim=1)
+        mixed = torch.einsum("bchn,bnhk->bchk", w, values.view(b, 1 + n, heads, dh))
     att = linear(mixed.reshape(b * c, d), e2g.out.weight, e2g.out.bias).view(b, c, d)
     return att, w.permute(0, 2, 1, 3)
 
