@@ -144,7 +144,7 @@ class Latents:
     matched: np.ndarray      # j*, index of the clip whose key equals q
     signal: np.ndarray       # noise-free lvef before clipping (float64)
     noise: np.ndarray        # noise_sd * eps (float64)
-    tokens: PlantedTokens | None = None   # ecg_tokens > 1: codes, planted token t*, w
+    tokens: PlantedTokens | None = None   # ecg_tokens > 1: codes, planted event, w
 
 
 class SyntheticCohort:

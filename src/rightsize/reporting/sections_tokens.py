@@ -1,5 +1,5 @@
 """Report sections of token-level ECG: how each probe reads the ECG, whether the fused
-probe's attention finds the planted token, and what each token count costs."""
+probe's attention finds the planted event, and what each token count costs."""
 
 from __future__ import annotations
 

@@ -76,7 +76,7 @@ LAYOUT: dict[str, Kind] = {
         Pick("mae_no_echo", "missing", "echo_absent.mae", optional=True),
         Pick("mae_no_ecg", "missing", "ecg_absent.mae", optional=True),
         # a probe that attends from echo to ECG tokens, on a cohort with planted tokens: the
-        # best head's weight on the planted token across seeds; every head stays in the detail
+        # best head's weight on the planted event across seeds; every head stays in the detail
         Pick("attention_best_head_mean", "eval", "attention.echo_to_ecg.best_head_mean",
              optional=True),
         Pick("attention_best_head_sd", "eval", "attention.echo_to_ecg.best_head_sd",

@@ -78,7 +78,7 @@ def evaluate_and_emit(args: argparse.Namespace, model_dir: str, target: str, cfg
                  f" (mean predictor {out['mean_predictor_mae']:.3f})")
     node = out.get("attention", {}).get("echo_to_ecg")
     if node is not None:
-        console.info(f"{args.probe}: echo->ECG weight on the planted token, best head "
+        console.info(f"{args.probe}: echo->ECG weight on the planted event, best head "
                      f"{node['best_head']:.3f} (seed 0), {node['best_head_mean']:.3f} ± "
                      f"{node['best_head_sd']:.3f} across {out['n_seeds']} seeds; uniform "
                      f"{node['uniform']:.3f}")

@@ -19,18 +19,18 @@ tokens and "t*" is the planted token. Reported per count, on the test subjects w
 and a clip (the rows the probe is scored on):
 
 * ``clip.top1`` / ``clip.posterior``: per present clip, the rate at which the largest score is
-  ``t*`` and the mean posterior weight on ``t*``: the per-clip quantity the probe's
+  ``e*`` and the mean posterior weight on ``e*``: the per-clip quantity the probe's
   attention is scored with (its ceiling);
-  ``clip.margin_median``: the median log-likelihood lead of ``t*`` over the best other
-  token (how far from a coin toss the choice is);
+  ``clip.margin_median``: the median log-likelihood lead of ``e*`` over the best other
+  event (how far from a coin toss the choice is);
 * ``subject.top1`` / ``subject.posterior``: the same from all of a subject's clips (their
-  scores summed, the clips taken as independent given ``t*``; they share the subject's
+  scores summed, the clips taken as independent given ``e*``; they share the subject's
   latents, so this slightly overstates the evidence);
 * ``test_mae``: LVEF MAE over those rows of the generator's own noise-free LVEF (``perfect``),
-  of the same with the planted token's content ``w[t*]`` replaced by the subject posterior's
-  mean ``sum_t p_t w_t`` (``oracle``: a perfect model that reads the tokens' content through
+  of the same with the planted event's content ``w[e*]`` replaced by the subject posterior's
+  mean ``sum_e p_e w_e`` (``oracle``: a perfect model that reads the tokens' content through
   the oracle's choice) and by the mean over tokens (``no_token``: a perfect model that cannot
-  tell the planted token, which is what the ECG alone allows).
+  tell the planted event, which is what the ECG alone allows).
 
 Two views of the clip: ``embedding`` (the 1024-d clip as written) and ``probe_input`` (the
 clip standardized and projected on the top-``pca_rank`` principal directions of the train
