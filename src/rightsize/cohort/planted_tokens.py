@@ -63,6 +63,11 @@ def token_events(n_tokens: int, n_events: int) -> np.ndarray:
     return np.arange(n_tokens, dtype=np.int64) * n_events // n_tokens
 
 
+def event_starts(n_tokens: int, n_events: int) -> np.ndarray:
+    """``(E,)`` int64: the first token of each event."""
+    return np.searchsorted(token_events(n_tokens, n_events), np.arange(n_events))
+
+
 def planted_mask(first: np.ndarray, n_tokens: int, n_events: int) -> np.ndarray:
     """``(n, N)`` bool: the tokens of the event that starts at token ``first`` (n,), none
     where ``first`` is -1."""
@@ -120,7 +125,7 @@ class PlantedTokens:
         lat = rng(seed, _STREAM_TOKEN_LATENT)
         planted = lat.integers(0, n_events, n)
         content = lat.standard_normal((n, n_events), dtype=np.float32)
-        first = np.searchsorted(event, np.arange(n_events))
+        first = event_starts(n_tokens, n_events)
         return cls(codes=codes[event],
                    echo_code=lincomb(np.float32(CODE_SCALE_ECHO) * codes, p_echo)[event],
                    ecg_code=lincomb(np.float32(CODE_SCALE_ECG) * codes, p_ecg)[event],
@@ -139,7 +144,7 @@ class PlantedTokens:
 
     def first_tokens(self) -> np.ndarray:
         """(E,) int64: each event's first token."""
-        return np.searchsorted(self.events(), np.arange(self.n_events))
+        return event_starts(self.n_tokens, self.n_events)
 
     def mask(self) -> np.ndarray:
         """(n, N) bool: each subject's planted event's tokens."""

@@ -21,8 +21,9 @@ def evaluate_replicas(model_dir: str | Path, probe: Any, sidecar: dict[str, Any]
     ``test.{mae,auroc}_{mean,sd,min,max}``, ``val.mae_*``, ``best_epoch_*``, ``n_seeds``,
     ``seeds.r<k>.{seed,test_mae,test_auroc,val_mae,best_epoch}``.
 
-    With ``planted`` (the test split's planted ECG token per row, -1 where none: the truth
-    file's) and replicas that attend from the echo to the ECG tokens, also
+    With ``planted`` (the test split's planted event per row, (m, N) bool over its ECG
+    tokens, none where no truth: the truth file's) and replicas that attend from the echo
+    to the ECG tokens, also
     ``attention.echo_to_ecg`` (:func:`rightsize.probes.evaluation.planted.planted_attention`)."""
     from rightsize.probes.engine.checkpoint import load_checkpoint
     from rightsize.probes.engine.data import split_data
