@@ -44,7 +44,7 @@ def test_exp_run_at_ecg_tokens_trains_every_probe_and_scores_the_planted_token(
     footprint = json.loads((project / "metrics/footprint.json").read_text())
     assert footprint["ecg_tokens"] == TOKENS
     report = (project / "reports/report.md").read_text()
-    assert "Echo→ECG attention on the planted ECG token" in report
+    assert "Echo→ECG attention on the planted ECG event" in report
     assert "concat read the mean of the ECG tokens" in report
 
 
