@@ -60,6 +60,23 @@ def test_unreadable_folder_is_an_error_naming_it_or_a_recorded_skip(sandbox, as_
     assert '"skipped_at_rescue": [' in ver.out
 
 
+def test_a_fifo_with_an_event_file_name_is_named_not_skipped_silently(sandbox):
+    src = make_src(sandbox)
+    fifo = src / "b" / "events.out.tfevents.1700000000.h.99.0"
+    os.mkfifo(fifo)
+    res = rightsize(["rescue", src, sandbox / "d"])
+    assert res.rc == 2, res.err
+    assert f"{fifo}: cannot read file (not a regular file: a FIFO)" in res.error_line()
+    assert not (sandbox / "d").exists() and not hidden(sandbox)
+
+    res = rightsize(["rescue", src, sandbox / "d", "--skip-unreadable"])
+    assert res.rc == 0, res.err
+    assert "3 copied" in res.out and "1 skipped" in res.out
+    text = (sandbox / "d" / "SHA256SUMS").read_text()
+    assert "# skipped by rightsize rescue: b/events.out.tfevents.1700000000.h.99.0: " in text
+    assert verify(sandbox / "d").ok
+
+
 def test_unreadable_file_in_rescue_and_verify_is_exit_2_naming_it(sandbox, as_user):
     src = make_src(sandbox)
     victim = sorted((src / "b").iterdir())[0]

@@ -16,7 +16,8 @@ leaves ``dest`` exactly as it was (absent, empty, or an earlier rescue); a hidde
   exclusive lock on ``dest``'s parent folder: two rescues into one place take turns and
   neither loses the other's entries. A file in ``dest`` that differs from its source in any
   other way is an :class:`IntegrityError` (refusing to overwrite).
-* Every directory that cannot be listed and every event file that cannot be read is an
+* Every directory that cannot be listed and every event file that cannot be read (an
+  event-file name that is a FIFO, socket or device included: never opened) is an
   :class:`InputError` naming it (all of them listed); with ``skip_unreadable`` they are
   left out and recorded as ``#`` comment lines in ``SHA256SUMS``.
 * Symbolic links are not followed: each link to a directory or an event file is reported
@@ -241,7 +242,7 @@ def _fill(stage: Path, src: Path, dest: Path, listing: Listing, src_sums: dict[s
           old: Manifest | None, skip_unreadable: bool) -> RescueResult:
     """Build the new folder in ``stage`` (copies, links to the earlier rescue's files,
     ``SHA256SUMS``) and verify it."""
-    unreadable = list(listing.unreadable)
+    unreadable = list(listing.unreadable) + list(listing.special)   # a FIFO named *.tfevents*
     entries = dict(old.entries) if old is not None else {}
     copied, unchanged, updated = [], [], []
     fresh: set[str] = set()
