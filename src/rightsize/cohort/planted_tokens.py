@@ -101,7 +101,6 @@ class PlantedTokens:
     ecg_code: np.ndarray    # (N, ecg_dim) float32: CODE_SCALE_ECG * P_ecg c_e(t)
     direction: np.ndarray   # (ecg_dim,) float32: g, the direction of the content latent
     planted: np.ndarray     # (n,) int64: t*, the first token of the planted event e*
-    span: np.ndarray        # (n,) int64: tokens in the planted event
     content: np.ndarray     # (n, N) float32: w_e(t), standard normal per event
     n_events: int           # E
 
@@ -130,7 +129,6 @@ class PlantedTokens:
                    echo_code=lincomb(np.float32(CODE_SCALE_ECHO) * codes, p_echo)[event],
                    ecg_code=lincomb(np.float32(CODE_SCALE_ECG) * codes, p_ecg)[event],
                    direction=direction, planted=first[planted],
-                   span=np.bincount(event, minlength=n_events)[planted],
                    content=content[:, event], n_events=n_events)
 
     @property
@@ -145,6 +143,12 @@ class PlantedTokens:
     def first_tokens(self) -> np.ndarray:
         """(E,) int64: each event's first token."""
         return event_starts(self.n_tokens, self.n_events)
+
+    @property
+    def span(self) -> np.ndarray:
+        """(n,) int64: tokens in each subject's planted event."""
+        events = self.events()
+        return np.bincount(events, minlength=self.n_events)[events[self.planted]]
 
     def mask(self) -> np.ndarray:
         """(n, N) bool: each subject's planted event's tokens."""
