@@ -8,6 +8,10 @@ from pathlib import Path
 
 import pytest
 
+# tests/ holds helpers every folder shares (no_dac) and the CI skip check (ci_skips)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+pytest_plugins = ["ci_skips"]
+
 
 @pytest.fixture(scope="session")
 def pipeline_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:

@@ -1,8 +1,8 @@
 """Fixtures for the fault-injection suite (helpers live in ``fault_helpers`` beside this).
 
-Every case runs ``rightsize`` in a subprocess, as a user would, in a world-writable sandbox
-under the system temp folder (pytest's own ``tmp_path`` is private to its user, so an
-unprivileged ``nobody`` could not reach it).
+Every case runs ``rightsize`` in a subprocess, as a user would, in a fresh sandbox folder.
+Permission faults run it with file permissions enforced (as root: without the capabilities
+that ignore them, ``tests/no_dac.py``).
 """
 
 from __future__ import annotations
@@ -20,8 +20,9 @@ import yaml
 # pytest runs with --import-mode=importlib (no sys.path changes): make fault_helpers importable.
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from fault_helpers import rightsize, unprivileged  # noqa: E402
+from fault_helpers import rightsize  # noqa: E402
 
+import no_dac  # noqa: E402
 from rightsize.probe_registry import PROBES
 
 # The tiny geometry the CLI tests use: seconds per probe on one thread.
@@ -58,18 +59,9 @@ def sandbox() -> Iterator[Path]:
 
 @pytest.fixture(scope="session")
 def as_user() -> list[str] | None:
-    """The command prefix that runs as an unprivileged user (None when we are not root);
-    skips the test, with the reason, when permissions cannot be tested here."""
-    try:
-        prefix = unprivileged()
-    except LookupError as exc:
-        pytest.skip(str(exc))
-    if prefix is not None:
-        probe = rightsize(["--help"], user=prefix, home=Path(tempfile.gettempdir()))
-        if probe.rc != 0:
-            pytest.skip(f"user nobody cannot run rightsize from {sys.prefix} (make the "
-                        f"virtual environment world-readable): {probe.err.strip()[-200:]}")
-    return prefix
+    """The command prefix that runs a program with file permissions enforced (None when we
+    are not root); skips the test, with the reason, when they cannot be enforced here."""
+    return no_dac.enforced()
 
 
 @pytest.fixture(scope="session")

@@ -1,5 +1,5 @@
-"""Helpers for the fault-injection suite: run ``rightsize`` as a subprocess (optionally as an
-unprivileged user, optionally killed at a chosen point), write small event files, and
+"""Helpers for the fault-injection suite: run ``rightsize`` as a subprocess (optionally with file
+permissions enforced, optionally killed at a chosen point), write small event files, and
 snapshot folders to compare them before and after a fault.
 
 Kill points come from ``killer.py``: a run in ``count`` mode lists every file-system write
@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-import pwd
 import random
-import shutil
 import subprocess
 import sys
 import time
@@ -83,26 +81,6 @@ def killed(root: Path, args: list[str], mode: str, at: int, cwd: Path | None = N
 def points(n_writes: int, k: int, seed: int) -> list[int]:
     """``k`` distinct write indices in ``1 .. n_writes``, drawn with ``seed``."""
     return sorted(random.Random(seed).sample(range(1, n_writes + 1), min(k, n_writes)))
-
-
-def unprivileged() -> list[str] | None:
-    """A command prefix that runs a program as ``nobody`` (None when not needed: not root).
-
-    Raises ``LookupError`` with the reason when running as root without a way to drop
-    privileges (then permission faults cannot be built: root reads every file).
-    """
-    if os.geteuid() != 0:
-        return None
-    try:
-        entry = pwd.getpwnam("nobody")
-    except KeyError:
-        raise LookupError("running as root and there is no 'nobody' user") from None
-    if shutil.which("setpriv"):
-        return ["setpriv", f"--reuid={entry.pw_uid}", f"--regid={entry.pw_gid}",
-                "--clear-groups"]
-    if shutil.which("runuser"):
-        return ["runuser", "-u", "nobody", "--"]
-    raise LookupError("running as root without setpriv or runuser to drop privileges")
 
 
 def event_file(folder: Path, steps: int = 20, host: str = "h", pid: int = 1,

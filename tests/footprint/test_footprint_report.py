@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +12,7 @@ import pytest
 import torch
 import yaml
 
+import no_dac
 from rightsize.cli import main
 from rightsize.probes.measurements.footprint import is_writable, payload_bytes
 
@@ -168,15 +168,18 @@ def test_unwritable_path_reported(setup: Path, capsys: pytest.CaptureFixture[str
     assert is_writable(Path("not/yet/there")) is True
 
 
-@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0,
-                    reason="root ignores directory permissions")
 def test_read_only_dir_not_writable(tmp_path: Path) -> None:
+    # checked in a subprocess with permissions enforced, root included (tests/no_dac.py)
     ro = tmp_path / "ro"
     ro.mkdir()
     ro.chmod(0o500)
     try:
-        assert is_writable(ro) is False
-        assert is_writable(ro / "child") is False
+        proc = no_dac.run_python(
+            "import sys; from pathlib import Path; "
+            "from rightsize.probes.measurements.footprint import is_writable; "
+            "ro = Path(sys.argv[1]); print(is_writable(ro), is_writable(ro / 'child'))", ro)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.split() == ["False", "False"]
     finally:
         ro.chmod(0o700)
 

@@ -4,6 +4,7 @@ nothing left behind; a path that is not a writable directory is an error naming 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+import no_dac
 from rightsize.errors import ParamsError
 from rightsize.sizing.disk import measure_disk, measure_reads, measure_writes
 
@@ -71,15 +73,22 @@ def test_test_files_must_fit_the_free_space(tmp_path: Path) -> None:
         measure_disk(str(tmp_path), SHAPE, 10**12, 1, "npy", None, 1)
 
 
-@pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0,
-                    reason="root ignores directory permissions")
 def test_read_only_directory_is_not_writable(tmp_path: Path) -> None:
+    # checked in a subprocess with permissions enforced, root included (tests/no_dac.py)
     ro = tmp_path / "ro"
     ro.mkdir()
     ro.chmod(0o555)
     try:
-        with pytest.raises(ParamsError, match=r"^sizing\.disk\.path: .*ro is not writable"):
-            measure_disk(str(ro), SHAPE, 1, 1, "npy", None, 1)
+        proc = no_dac.run_python(
+            "import sys\n"
+            "from rightsize.errors import ParamsError\n"
+            "from rightsize.sizing.disk import measure_disk\n"
+            "try:\n"
+            f"    measure_disk(sys.argv[1], {SHAPE!r}, 1, 1, 'npy', None, 1)\n"
+            "except ParamsError as exc:\n"
+            "    print(exc)\n", ro)
+        assert proc.returncode == 0, proc.stderr
+        assert re.fullmatch(r"sizing\.disk\.path: .*ro is not writable.*\n", proc.stdout)
     finally:
         ro.chmod(0o755)
 
