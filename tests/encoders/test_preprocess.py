@@ -1,12 +1,10 @@
-"""HuBERT-ECG's preprocessing against a direct transcription of the cited formulas.
+"""HuBERT-ECG's preprocessing against HuBERT-ECG's own function, run with its pinned libraries.
 
-The transcription below follows Edoar-do/HuBERT-ECG (commit affe1f9) line by line with scipy:
-``code/utils.py`` ``ecg_preprocessing`` (biosppy ``filter_signal``: ``firwin`` of
-``int(0.3 fs)`` taps at Nyquist-normalised 0.05 and 47 Hz, ``filtfilt``; then
-``resample`` to 500 Hz; then ``scaling``) and ``code/dataset.py`` (crop the first 5 s,
-flatten, ``decimate(x, 5)``). rightsize computes the two filter passes as FFT convolutions and
-returns float32, so the outputs agree to rounding: **max abs difference <= 1e-5** on values in
-[-1, 1] (docs/numerics.md).
+The oracle is ``tests/encoders/golden/``: WFDB records at 250, 500 and 1,000 Hz and, for each,
+the model inputs of crops 0 and 1 that Edoar-do/HuBERT-ECG's ``ecg_preprocessing`` and
+``ECGDataset.__getitem__`` gave with biosppy 2.2.3 and scipy 1.16.1 (``make_golden.py`` and
+``pins.txt`` beside them; no rightsize code ran there). rightsize computes the filter's two
+passes as FFT convolutions and returns float32: **max abs difference <= 1e-6** (docs/numerics.md).
 """
 
 from __future__ import annotations
@@ -16,11 +14,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 import wfdb
-from scipy.signal import decimate, filtfilt, firwin, resample
+from scipy.signal import filtfilt, firwin
 
 from rightsize.encoders.ecg_files import LEADS, MIMIC_ORDER, BadRecord, read_ecg, write_ecg
 from rightsize.encoders.models import EcgGeometry
 from rightsize.encoders.preprocess import (
+    band_pass_taps,
     bench_preprocess,
     preprocess_record,
     write_records,
@@ -28,19 +27,8 @@ from rightsize.encoders.preprocess import (
 )
 from rightsize.encoders.synthetic_ecg import synthetic_ecg
 
-TOLERANCE = 1e-5
-
-
-def transcription(signal: np.ndarray, fs: float, crop: int = 0) -> np.ndarray:
-    """The cited formulas, transcribed: (12, samples) mV at fs -> 6,000 samples of crop ``crop``."""
-    nyquist = 0.5 * fs
-    coeffs = firwin(int(0.3 * fs), [0.05 / nyquist, 47 / nyquist], pass_zero=False)
-    x = filtfilt(coeffs, [1.0], signal, axis=-1)
-    x = resample(x, int(x.shape[-1] * (500 / fs)), axis=1)
-    x = 2 * (x - np.min(x, axis=1)[None].T) / (np.max(x, axis=1) - np.min(x, axis=1)
-                                                + 1e-8)[None].T - 1
-    x = x[:, 2500 * crop:2500 * (crop + 1)]
-    return decimate(x.reshape(-1), 5)
+GOLDEN = Path(__file__).resolve().parent / "golden"
+TOLERANCE = 1e-6
 
 
 def _record(tmp_path: Path, fs: float, seconds: float = 10.0, seed: int = 0) -> Path:
@@ -49,41 +37,44 @@ def _record(tmp_path: Path, fs: float, seconds: float = 10.0, seed: int = 0) -> 
     return path
 
 
-@pytest.mark.parametrize("fs,seed", [(500, 0), (500, 1), (250, 2), (1000, 3)])
-def test_matches_the_transcription_of_the_reference(tmp_path: Path, fs: float, seed: int):
-    path = _record(tmp_path, fs, seed=seed)
-    g = EcgGeometry(crops_per_record=2)
-    out = preprocess_record(path, g)
-    assert out.shape == (2, 6000) and out.dtype == np.float32
-    raw = wfdb.rdrecord(str(path))
-    signal = raw.p_signal.T[[raw.sig_name.index(lead) for lead in LEADS]]
-    for crop in (0, 1):
-        want = transcription(signal, fs, crop)
-        assert np.abs(out[crop] - want).max() <= TOLERANCE
-    assert 0.9 < np.abs(out).max() < 1.1        # scaled to [-1, 1]; decimation overshoots
+@pytest.mark.parametrize("name", ["rec250", "rec500", "rec1000"])
+def test_matches_hubert_ecgs_own_preprocessing(name: str) -> None:
+    golden = np.load(GOLDEN / f"{name}.npz")
+    assert (str(golden["biosppy"]), str(golden["scipy"])) == ("2.2.3", "1.16.1")
+    out = preprocess_record(GOLDEN / name, EcgGeometry(crops_per_record=2))
+    assert out.shape == golden["inputs"].shape == (2, 6000) and out.dtype == np.float32
+    assert np.abs(out - golden["inputs"]).max() <= TOLERANCE
+
+
+@pytest.mark.parametrize("fs,taps", [(250, 75), (500, 151), (1000, 301)])
+def test_the_band_pass_has_biosppys_odd_tap_count(fs: int, taps: int) -> None:
+    assert len(band_pass_taps(fs)) == taps
+
+
+def test_the_golden_check_can_fail_one_tap_short() -> None:
+    """The even tap count (150 at 500 Hz) misses the golden inputs by far more than 1e-6."""
+    from rightsize.encoders import preprocess
+
+    golden = np.load(GOLDEN / "rec500.npz")["inputs"]
+    even = firwin(150, [0.05, 47], pass_zero=False, fs=500)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(preprocess, "band_pass_taps", lambda fs: even)
+        out = preprocess_record(GOLDEN / "rec500", EcgGeometry(crops_per_record=2))
+    assert np.abs(out - golden).max() > 100 * TOLERANCE
 
 
 def test_the_fft_filter_is_filtfilt() -> None:
     x = synthetic_ecg(np.random.default_rng(4), 500, 10)
-    taps = firwin(150, [0.05, 47], pass_zero=False, fs=500)
+    taps = band_pass_taps(500)
     np.testing.assert_allclose(zero_phase_fir(x, taps), filtfilt(taps, [1.0], x, axis=-1),
                                rtol=0, atol=1e-12)
 
 
-def test_the_check_can_fail_a_causal_filter_differs(tmp_path: Path) -> None:
-    """A one-pass (causal) filter, what a lfilter-based transcription would give, is far off:
-    the tolerance separates the recipes."""
-    from scipy.signal import lfilter
-
-    path = _record(tmp_path, 500, seed=5)
-    out = preprocess_record(path, EcgGeometry())
-    raw = wfdb.rdrecord(str(path))
-    signal = raw.p_signal.T[[raw.sig_name.index(lead) for lead in LEADS]]
-    causal = lfilter(firwin(150, [0.05, 47], pass_zero=False, fs=500), [1.0], signal, axis=-1)
-    lo, hi = causal.min(axis=1, keepdims=True), causal.max(axis=1, keepdims=True)
-    scaled = 2 * (causal - lo) / (hi - lo + 1e-8) - 1
-    other = decimate(scaled[:, :2500].reshape(-1), 5)
-    assert np.abs(out[0] - other).max() > 100 * TOLERANCE
+def test_a_record_below_94_hz_is_a_bad_record_naming_it(tmp_path: Path) -> None:
+    path = _record(tmp_path, 90, seconds=60.0)
+    with pytest.raises(BadRecord, match="r90_0: sampling rate: 90 Hz") as e:
+        preprocess_record(path, EcgGeometry(), "r90_0")
+    assert e.value.reason == "sampling rate"
 
 
 def test_leads_are_picked_by_name_not_position(tmp_path: Path) -> None:
@@ -135,3 +126,14 @@ def test_write_records_are_wfdb(tmp_path: Path) -> None:
     (path,) = write_records(tmp_path, EcgGeometry(), 1)
     assert path.with_suffix(".dat").stat().st_size == 5000 * 12 * 2
     assert wfdb.rdheader(str(path)).sig_name == list(MIMIC_ORDER)
+
+
+def test_two_leads_differing_only_in_case_are_a_bad_record(tmp_path: Path) -> None:
+    signal = synthetic_ecg(np.random.default_rng(11), 500, 10)
+    names = [lead if lead != "III" else "ii" for lead in LEADS]          # ii and II
+    wfdb.wrsamp("dup", fs=500, units=["mV"] * 12, sig_name=names, p_signal=signal.T,
+                fmt=["16"] * 12, adc_gain=[1000.0] * 12, baseline=[0] * 12,
+                write_dir=str(tmp_path))
+    with pytest.raises(BadRecord, match="dup: duplicate lead: signals II and ii") as e:
+        read_ecg(tmp_path / "dup", "dup")
+    assert e.value.reason == "duplicate lead"

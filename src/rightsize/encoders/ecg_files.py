@@ -3,7 +3,7 @@
 A record is read whole, in physical units (mV), and its leads are picked **by name** in the
 standard order :data:`LEADS` (I, II, III, aVR, aVL, aVF, V1-V6), whatever order the file stores
 them in (MIMIC-IV-ECG stores aVF before aVL). Names match case-insensitively. A record that
-cannot be read, lacks a standard lead or holds NaN raises :class:`BadRecord` naming the record
+cannot be read, lacks a standard lead, names one twice or holds NaN raises :class:`BadRecord` naming the record
 and the reason; the caller decides whether that stops the run.
 
 :func:`write_ecg` writes a record the way MIMIC-IV-ECG stores one (format 16, 12 leads, the
@@ -69,7 +69,8 @@ def read_ecg(path: Path | str, name: str | None = None) -> EcgRecord:
     """Read the WFDB record ``path`` (without extension) and pick the 12 standard leads by name.
 
     ``name`` labels errors (default: the path). Raises :class:`BadRecord` with reason
-    ``unreadable`` (missing or damaged header or signal file), ``missing lead`` or ``NaN``.
+    ``unreadable`` (missing or damaged header or signal file), ``missing lead``, ``duplicate
+    lead`` (two signals whose names differ only in case) or ``NaN``.
     """
     label = name or str(path)
     try:
@@ -78,7 +79,12 @@ def read_ecg(path: Path | str, name: str | None = None) -> EcgRecord:
     except Exception as exc:  # wfdb raises many kinds (OSError, ValueError, IndexError, ...)
         raise BadRecord(label, "unreadable", f"{type(exc).__name__}: {exc}") from None
     names = [str(s) for s in (rec.sig_name or [])]
-    by_name = {s.lower(): i for i, s in enumerate(names)}
+    by_name: dict[str, int] = {}
+    for i, s in enumerate(names):
+        if s.lower() in by_name:
+            raise BadRecord(label, "duplicate lead", f"signals {names[by_name[s.lower()]]} "
+                            f"and {s} name the same lead (names match case-insensitively)")
+        by_name[s.lower()] = i
     missing = [lead for lead in LEADS if lead.lower() not in by_name]
     if missing:
         raise BadRecord(label, "missing lead",

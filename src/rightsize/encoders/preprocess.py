@@ -3,12 +3,13 @@
 The recipe is the reference's own (Edoar-do/HuBERT-ECG at commit affe1f9), step by step:
 
 1. **band-pass** (``code/utils.py``, ``ecg_preprocessing`` -> ``apply_filter``): a FIR
-   band-pass 0.05-47 Hz of ``int(0.3 * fs)`` taps at the record's own rate, designed with
-   ``scipy.signal.firwin`` and applied zero-phase, forward and backward, as biosppy's
-   ``filter_signal`` does (``scipy.signal.filtfilt``: odd extension of ``3 x taps`` samples,
-   steady-state start). Here the two passes are computed as FFT convolutions
-   (:func:`zero_phase_fir`): the same numbers (docs/numerics.md) at a fraction of the time
-   of a direct-form ``lfilter``;
+   band-pass 0.05-47 Hz of order ``int(0.3 * fs)`` at the record's own rate, passed to
+   biosppy's ``filter_signal``, whose ``get_filter`` makes an even order odd (``order += 1``)
+   before ``scipy.signal.firwin``: 151 taps at 500 Hz, 301 at 1,000 Hz, 75 at 250 Hz. It is
+   applied zero-phase, forward and backward (``scipy.signal.filtfilt``: odd extension of
+   ``3 x taps`` samples, steady-state start). Here the two passes are computed as FFT
+   convolutions (:func:`zero_phase_fir`): within 1e-6 of HuBERT-ECG's own function run with
+   biosppy 2.2.3 (docs/numerics.md) at a fraction of the time of a direct-form ``lfilter``;
 2. **resample to 500 Hz** (``ecg_preprocessing``, ``scipy.signal.resample`` along time) when
    the record is stored at another rate;
 3. **per-lead min-max scaling** to [-1, 1] over the whole record (``code/utils.py``,
@@ -40,21 +41,32 @@ from rightsize.encoders.synthetic_ecg import synthetic_ecg
 log = logging.getLogger(__name__)
 
 BAND_HZ = (0.05, 47.0)     # code/utils.py ecg_preprocessing(band_pass=[0.05, 47])
-TAPS_PER_HZ = 0.3          # code/utils.py apply_filter: order = int(0.3 * fs)
+TAPS_PER_HZ = 0.3          # code/utils.py apply_filter: order = int(0.3 * fs), made odd
+MIN_HZ = 2 * BAND_HZ[1]    # the band's top edge must lie below the Nyquist frequency
+#: Bumped whenever the model input of a record changes: a shard made under another is redone.
+PREPROCESSING_VERSION = 2  # 2: biosppy's odd tap count (1: int(0.3 fs) taps)
 SCALING_SMOOTH = 1e-8      # code/utils.py scaling(seq, smooth=1e-8)
 RECORD_S = 10.0            # seconds per bench record (MIMIC-IV-ECG's length)
 STEPS = ("read WFDB .hea + .dat (wfdb), 12 leads picked by name; zero-phase FIR band-pass "
-         "0.05-47 Hz of int(0.3 fs) taps; resample to 500 Hz when stored at another rate; "
-         "per-lead min-max scaling to [-1, 1]; per crop: flatten lead after lead, then "
-         "decimate the flattened signal (scipy.signal.decimate, zero phase), as HuBERT-ECG's "
-         "code/utils.py ecg_preprocessing and code/dataset.py do")
+         "0.05-47 Hz of int(0.3 fs) taps made odd (biosppy get_filter); resample to 500 Hz "
+         "when stored at another rate; per-lead min-max scaling to [-1, 1]; per crop: "
+         "flatten lead after lead, then decimate the flattened signal (scipy.signal.decimate, "
+         "zero phase), as HuBERT-ECG's code/utils.py ecg_preprocessing and code/dataset.py do")
+
+
+def tap_count(fs: float) -> int:
+    """Taps of the band-pass at ``fs`` Hz: ``int(0.3 fs)``, made odd as biosppy's
+    ``get_filter`` does (an even FIR order gets one more tap)."""
+    order = int(TAPS_PER_HZ * fs)
+    return order + 1 if order % 2 == 0 else order
 
 
 def band_pass_taps(fs: float) -> np.ndarray:
-    """The FIR band-pass of ``code/utils.py`` ``apply_filter`` at ``fs`` Hz."""
+    """The FIR band-pass of ``code/utils.py`` ``apply_filter`` at ``fs`` Hz, as biosppy
+    designs it."""
     from scipy.signal import firwin
 
-    return firwin(int(TAPS_PER_HZ * fs), list(BAND_HZ), pass_zero=False, fs=fs)
+    return firwin(tap_count(fs), list(BAND_HZ), pass_zero=False, fs=fs)
 
 
 def zero_phase_fir(x: np.ndarray, taps: np.ndarray) -> np.ndarray:
@@ -101,7 +113,10 @@ def preprocess_ecg(record: EcgRecord, geometry: EcgGeometry, name: str = "record
     from scipy.signal import decimate, resample
 
     signal, fs = record.signal, record.fs
-    n_taps = int(TAPS_PER_HZ * fs)
+    if not fs > MIN_HZ:
+        raise BadRecord(name, "sampling rate", f"{fs:g} Hz: the {BAND_HZ[0]:g}-{BAND_HZ[1]:g} "
+                        f"Hz band-pass needs more than {MIN_HZ:g} Hz")
+    n_taps = tap_count(fs)
     if signal.shape[1] <= 3 * n_taps:
         raise BadRecord(name, "too short", f"{signal.shape[1]} samples at {fs:g} Hz; the "
                         f"band-pass needs more than {3 * n_taps}")
