@@ -48,7 +48,9 @@ VERBS = {                         # verb -> the module that registers it (tests 
     "sweep": "rightsize.verbs.experiments",
     "extract": "rightsize.verbs.extract",
     "ecg-demo": "rightsize.verbs.extract",
+    "ecg-input": "rightsize.verbs.ecg_input",
     "report": "rightsize.verbs.report",
+    "machine": "rightsize.verbs.machine",
 }
 
 

@@ -20,7 +20,8 @@ JSON_OPTION = {
     "planted-ceiling": "--json",
 }
 NO_REPORT = {"demo-run",     # writes files and its truth JSON (--truth); prints no report
-             "ecg-demo"}     # writes a corpus; prints no report
+             "ecg-demo",     # writes a corpus; prints no report
+             "ecg-input"}    # writes one record's model input (.npy); prints no report
 
 
 def test_every_reporting_verb_has_a_json_option():

@@ -135,9 +135,18 @@ def preprocess_ecg(record: EcgRecord, geometry: EcgGeometry, name: str = "record
     return out
 
 
+def model_input(path: Path, geometry: EcgGeometry, name: str | None = None
+                ) -> tuple[np.ndarray, float]:
+    """Read the WFDB record ``path`` (no extension) and preprocess it: the float32 model
+    inputs ``(crops_per_record, input_samples)`` that ``extract`` feeds the model (and
+    ``rightsize ecg-input`` writes), and the record's stored sampling rate."""
+    record = read_ecg(path, name)
+    return preprocess_ecg(record, geometry, name or str(path)), record.fs
+
+
 def preprocess_record(path: Path, geometry: EcgGeometry, name: str | None = None) -> np.ndarray:
     """Read the WFDB record ``path`` (no extension) and preprocess it: what ``extract`` runs."""
-    return preprocess_ecg(read_ecg(path, name), geometry, name or str(path))
+    return model_input(path, geometry, name)[0]
 
 
 def write_records(directory: Path, geometry: EcgGeometry, n: int, seed: int = 0,

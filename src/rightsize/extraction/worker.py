@@ -1,8 +1,9 @@
 """One worker: the model built once, then shards read, preprocessed, encoded and written.
 
 A shard's records are read and preprocessed in list order (:func:`~rightsize.encoders.
-preprocess.preprocess_record`, the function the encoder bench times), their crops stacked
-and encoded in batches of ``batch_size`` inputs that never cross the shard, so a shard's
+preprocess.model_input`, the function the encoder bench times and ``rightsize ecg-input``
+writes), their crops stacked and encoded in batches of ``batch_size`` inputs that never
+cross the shard, so a shard's
 bytes depend on its records, the weights and the fingerprint only, never on which worker or
 task ran it. Each batch logs ``extract/records_per_s`` and ``extract/batch_s`` to the
 worker's event file (run ``<host>.rank<r>``), which ``rightsize telemetry`` reads.
@@ -56,9 +57,14 @@ class WorkerState:
                                                               "write_s": 0.0})
 
 
+def geometry_of_crops(crops: int) -> EcgGeometry:
+    """The model input geometry ``extract`` uses: HuBERT-ECG's, ``crops`` crops a record."""
+    return EcgGeometry(crops_per_record=crops)
+
+
 def geometry_of(cfg: ExtractConfig) -> EcgGeometry:
     """The model input geometry ``extract`` uses (HuBERT-ECG's, ``crops_per_record`` crops)."""
-    return EcgGeometry(crops_per_record=cfg.crops_per_record)
+    return geometry_of_crops(cfg.crops_per_record)
 
 
 def start_worker(cfg: ExtractConfig, records: RecordList, out: Path, rank: int,
@@ -147,8 +153,7 @@ def _autocast(device: str) -> Any:
 def run_shard(state: WorkerState, shard: int) -> ShardFile:
     """Read, preprocess, encode and write ``shard``; raises :class:`StopOnBadRecord` on the
     first bad record unless ``skip_bad`` (then its errors are kept in the shard's record)."""
-    from rightsize.encoders.ecg_files import read_ecg
-    from rightsize.encoders.preprocess import preprocess_ecg
+    from rightsize.encoders.preprocess import model_input
 
     cfg, records = state.cfg, state.records
     geometry = geometry_of(cfg)
@@ -157,8 +162,8 @@ def run_shard(state: WorkerState, shard: int) -> ShardFile:
     for row in shard_rows(shard, len(records), cfg.shard_records):
         name = records.path[row]
         try:
-            record = read_ecg(records.file(row), name)
-            inputs.append(preprocess_ecg(record, geometry, name))
+            x, fs = model_input(records.file(row), geometry, name)
+            inputs.append(x)
         except BadRecord as bad:
             error = {"study_id": records.study_id[row], "subject_id": records.subject_id[row],
                      "path": name, "reason": bad.reason, "detail": bad.detail,
@@ -168,7 +173,7 @@ def run_shard(state: WorkerState, shard: int) -> ShardFile:
             errors.append(error)
             continue
         rows.append(row)
-        stored_fs.append(record.fs)
+        stored_fs.append(fs)
     state.times["read_preprocess_s"] += time.perf_counter() - t0
     if inputs:
         layers = _encode(state, np.concatenate(inputs))        # (records x crops, samples)
