@@ -104,8 +104,8 @@ def train(cohort: dict[str, Any], tokens: int, seeds: int, accelerate: bool, src
             "accelerator": side.get("accelerator", "?"), "wall_s": m.wall_s,
             "rss_mb": m.max_rss_mb, "load_s": tr["wall_clock_s"]["load"],
             "fit_s": tr["wall_clock_s"]["train"], "mae": ev["test"]["mae_mean"],
-            "mae_sd": ev["test"]["mae_sd"], "best_head": att.get("best_head_mean"),
-            "best_head_sd": att.get("best_head_sd"),
+            "mae_sd": ev["test"]["mae_sd"], "best_head": att.get("best_head_val_mean"),
+            "best_head_sd": att.get("best_head_val_sd"),
             "ecg_cost": mi["ecg_absent"]["mae"] - mi["both_present"]["mae"]}
 
 
@@ -216,7 +216,7 @@ def _render(args: argparse.Namespace, info: dict[str, str], cohorts: dict[int, A
     pooled = {r["seeds"]: r["wall_s"] for r in rows if r["tokens"] == 1 and r["accelerate"]}
     lines += ["", "## Every case", "", "| ECG tokens | seeds | path (accelerator) | wall s | "
               "vs pooled | peak RSS MiB | load s | fit s | test MAE (mean ± sd, seeds) | "
-              "best head on t* (mean ± sd) | MAE cost of no ECG (seed 0) |",
+              "validation-chosen head on t* (mean ± sd) | MAE cost of no ECG (seed 0) |",
               "|---:|---:|---|---:|---:|---:|---:|---:|---|---|---:|"]
     for r in rows:
         path = ("accelerated" if r["accelerate"] else "accelerate: false") + \

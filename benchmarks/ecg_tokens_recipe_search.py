@@ -73,7 +73,7 @@ def run(a: argparse.Namespace) -> None:
     folder = Path(a.cohort)
     arrays = load_arrays(folder / "manifest.parquet")
     truth = load_truth(folder / "truth.parquet").aligned(arrays.subject_id)
-    planted = truth.planted_ecg_token[arrays.index("test")]
+    planted = truth.planted_mask()
     tr, va, te = (split_data(arrays, s) for s in ("train", "val", "test"))
     extra = {k: (float(v) if "." in v else int(v)) for k, v in (x.split("=") for x in a.set)}
     sub = (FusedConfig(epochs=a.epochs, attn_scale=a.attn_scale, **extra) if a.probe == "fused"
@@ -83,7 +83,8 @@ def run(a: argparse.Namespace) -> None:
     t0 = time.time()
     fits = Estimator(a.probe, cfg).fit(tr, va, list(range(a.seed0, a.seed0 + a.seeds)))
     wall = time.time() - t0
-    att = planted_attention([f.probe for f in fits], te, planted) if a.probe == "fused" else None
+    att = (planted_attention([f.probe for f in fits], va, planted[arrays.index("val")], te,
+                             planted[arrays.index("test")]) if a.probe == "fused" else None)
     every = max(1, len(fits[0].val_loss) // 10)
     with open(a.log, "a", encoding="utf-8") as out:
         for k, f in enumerate(fits):
@@ -94,7 +95,7 @@ def run(a: argparse.Namespace) -> None:
                 bs=a.bs, attn_scale=a.attn_scale, qknorm=a.qknorm, set=a.set,
                 acc=f.extra["accelerator"], best_epoch=f.best_epoch,
                 val_mae=round(f.val_mae, 4), test_mae=round(f.probe.mae(te), 4),
-                best_head=None if att is None else round(att[f"r{k}"]["best_head"], 4),
+                best_head=None if att is None else round(att[f"r{k}"]["best_head_val"], 4),
                 uniform=None if att is None else round(att["uniform"], 4),
                 wall_s=round(wall / len(fits), 1),
                 val_curve=[round(v, 3) for v in f.val_loss[::every]],

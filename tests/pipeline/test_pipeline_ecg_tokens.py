@@ -32,15 +32,15 @@ def test_exp_run_at_ecg_tokens_trains_every_probe_and_scores_the_planted_token(
     heads = sorted(k for k in fused if k.startswith("attention.echo_to_ecg.h"))
     assert heads == [f"attention.echo_to_ecg.h{j}" for j in range(4)]       # 4 heads
     assert fused["attention.echo_to_ecg.uniform"] == pytest.approx(1 / (1 + TOKENS))
-    assert 0 < fused["attention.echo_to_ecg.best_head_mean"] <= 1
-    assert {f"attention.echo_to_ecg.r{k}.best_head" for k in range(5)} <= set(fused)
+    assert 0 < fused["attention.echo_to_ecg.best_head_val_mean"] <= 1
+    assert {f"attention.echo_to_ecg.r{k}.best_head_val" for k in range(5)} <= set(fused)
     shown = json.loads(dvc(project, pipeline_env, "exp", "show", "--json").stdout)
     exp = [r for r in shown if r["rev"] != "workspace"][0]["experiments"][0]["revs"][0]
-    # dvc exp show compares the headline: the best head's weight across the replicas
+    # dvc exp show compares the headline: the validation-chosen head's weight across replicas
     metrics = flatten(exp["data"]["metrics"]["metrics/headline/probes/fused.json"]["data"])
     for stat in ("mean", "sd"):
-        assert metrics[f"fused.attention_best_head_{stat}"] == \
-            fused[f"attention.echo_to_ecg.best_head_{stat}"]
+        assert metrics[f"fused.attention_best_head_val_{stat}"] == \
+            fused[f"attention.echo_to_ecg.best_head_val_{stat}"]
     footprint = json.loads((project / "metrics/footprint.json").read_text())
     assert footprint["ecg_tokens"] == TOKENS
     report = (project / "reports/report.md").read_text()

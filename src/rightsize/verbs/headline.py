@@ -76,10 +76,14 @@ LAYOUT: dict[str, Kind] = {
         Pick("mae_no_echo", "missing", "echo_absent.mae", optional=True),
         Pick("mae_no_ecg", "missing", "ecg_absent.mae", optional=True),
         # a probe that attends from echo to ECG tokens, on a cohort with planted tokens: the
-        # best head's weight on the planted event across seeds; every head stays in the detail
-        Pick("attention_best_head_mean", "eval", "attention.echo_to_ecg.best_head_mean",
+        # test weight on the planted event of the head validation chose, across seeds (a new
+        # name: the old attention_best_head_* chose the head on the test split); every head
+        # stays in the detail
+        Pick("attention_best_head_val_mean", "eval", "attention.echo_to_ecg.best_head_val_mean",
              optional=True),
-        Pick("attention_best_head_sd", "eval", "attention.echo_to_ecg.best_head_sd",
+        Pick("attention_best_head_val_sd", "eval", "attention.echo_to_ecg.best_head_val_sd",
+             optional=True),
+        Pick("attention_found_share", "eval", "attention.echo_to_ecg.found_share",
              optional=True),
     )),
     # telemetry@<run>: metrics/telemetry/<run>.json, a rescued run (hours)

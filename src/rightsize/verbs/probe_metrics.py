@@ -33,6 +33,7 @@ def stamp(out: dict[str, Any], cost: dict[str, float] | None, eval_s: float, thr
           device: str) -> dict[str, Any]:
     """Timings, memory and hardware: ``wall_clock_s.train`` and ``peak_rss_mb_train`` when
     ``cost`` (the process trained, or an older sidecar recorded them) says them."""
+    from rightsize.machine import stamp as machine_stamp
     from rightsize.measure import hardware_stamp, peak_rss_mb
 
     if cost is None:
@@ -44,6 +45,7 @@ def stamp(out: dict[str, Any], cost: dict[str, float] | None, eval_s: float, thr
     if cost is not None:
         out["peak_rss_mb_train"] = cost["peak_rss_mb_train"]
     out["hardware"] = hardware_stamp(threads, device)
+    out["machine"] = machine_stamp()
     return out
 
 
@@ -78,10 +80,13 @@ def evaluate_and_emit(args: argparse.Namespace, model_dir: str, target: str, cfg
                  f" (mean predictor {out['mean_predictor_mae']:.3f})")
     node = out.get("attention", {}).get("echo_to_ecg")
     if node is not None:
-        console.info(f"{args.probe}: echo->ECG weight on the planted event, best head "
-                     f"{node['best_head']:.3f} (seed 0), {node['best_head_mean']:.3f} ± "
-                     f"{node['best_head_sd']:.3f} across {out['n_seeds']} seeds; uniform "
-                     f"{node['uniform']:.3f}")
+        from rightsize.probes.evaluation.planted import FOUND
+
+        console.info(f"{args.probe}: echo->ECG weight on the planted event of the head "
+                     f"validation chose: {node['best_head_val']:.3f} (seed 0), "
+                     f"{node['best_head_val_mean']:.3f} ± {node['best_head_val_sd']:.3f} "
+                     f"across {out['n_seeds']} seeds, found (≥ {FOUND}) in "
+                     f"{node['found_share']:.0%} of them; uniform {node['uniform']:.3f}")
     return out
 
 

@@ -173,6 +173,7 @@ def _train(args: argparse.Namespace, cfg: Any, device: str, ecfg: Any, outputs: 
     from dataclasses import asdict
 
     from rightsize.cohort.load import load_arrays
+    from rightsize.machine import stamp as machine_stamp
     from rightsize.measure import Timer, hardware_stamp, peak_rss_mb
     from rightsize.probes.engine.checkpoint import save_checkpoint
     from rightsize.probes.engine.integrity import record_contents
@@ -226,7 +227,8 @@ def _train(args: argparse.Namespace, cfg: Any, device: str, ecfg: Any, outputs: 
             "wall_clock_s": {"load": t_load.seconds, "train": t_fit.seconds,
                              "save": t_save.seconds, "total": total},
             "peak_rss_mb": peak_rss_mb(), "peak_rss_mb_train": peak_train,
-            "hardware": hardware, "accelerator": fit.extra.get("accelerator", "none"),
+            "hardware": hardware, "machine": machine_stamp(),
+            "accelerator": fit.extra.get("accelerator", "none"),
             **({"accelerator_skipped": fit.extra["accelerator_skipped"]}
                if "accelerator_skipped" in fit.extra else {}),
         }
@@ -307,9 +309,9 @@ def run_evaluate(args: argparse.Namespace) -> int:
 
 
 def _planted(args: argparse.Namespace, arrays: Any) -> Any:
-    """The test split's planted event per row, ``(m, N)`` bool over its ECG tokens, from
-    ``--truth``; None without the flag or when the truth file holds no planted token (a
-    pooled or ``files`` cohort).
+    """Each manifest row's planted event, ``(n, N)`` bool over its ECG tokens in the
+    manifest's row order, from ``--truth``; None without the flag or when the truth file
+    holds no planted token (a pooled or ``files`` cohort).
 
     A truth file built at another token count than the manifest's, or lacking one of its
     subjects, is an error naming both files.
@@ -330,7 +332,7 @@ def _planted(args: argparse.Namespace, arrays: Any) -> Any:
         truth = truth.aligned(arrays.subject_id)
     except DataError as exc:
         raise DataError(f"{args.truth}: {exc} of manifest {args.manifest}") from None
-    return truth.planted_mask()[arrays.index("test")]
+    return truth.planted_mask()
 
 
 def run_missing(args: argparse.Namespace) -> int:

@@ -21,10 +21,11 @@ def evaluate_replicas(model_dir: str | Path, probe: Any, sidecar: dict[str, Any]
     ``test.{mae,auroc}_{mean,sd,min,max}``, ``val.mae_*``, ``best_epoch_*``, ``n_seeds``,
     ``seeds.r<k>.{seed,test_mae,test_auroc,val_mae,best_epoch}``.
 
-    With ``planted`` (the test split's planted event per row, (m, N) bool over its ECG
-    tokens, none where no truth: the truth file's) and replicas that attend from the echo
-    to the ECG tokens, also
-    ``attention.echo_to_ecg`` (:func:`rightsize.probes.evaluation.planted.planted_attention`)."""
+    With ``planted`` (each manifest row's planted event, (n, N) bool over its ECG tokens in
+    ``arrays``' row order, none where no truth: the truth file's) and replicas that attend
+    from the echo to the ECG tokens, also ``attention.echo_to_ecg``
+    (:func:`rightsize.probes.evaluation.planted.planted_attention`: heads chosen on the
+    validation split, read on the test split)."""
     from rightsize.probes.engine.checkpoint import load_checkpoint
     from rightsize.probes.engine.data import split_data
     from rightsize.probes.evaluation.bootstrap import auroc
@@ -51,7 +52,8 @@ def evaluate_replicas(model_dir: str | Path, probe: Any, sidecar: dict[str, Any]
     if planted is not None:
         from rightsize.probes.evaluation.planted import planted_attention
 
-        node = planted_attention([m for m, _ in members], test, planted)
+        node = planted_attention([m for m, _ in members], val, planted[arrays.index("val")],
+                                 test, planted[arrays.index("test")])
         if node is not None:
             out["attention"] = {"echo_to_ecg": node}
     return out
