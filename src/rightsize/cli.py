@@ -41,6 +41,7 @@ VERBS = {                         # verb -> the module that registers it (tests 
     "missing-modality": "rightsize.verbs.probes",
     "token-cost": "rightsize.verbs.token_cost",
     "planted-ceiling": "rightsize.verbs.ceiling",
+    "compare-probes": "rightsize.verbs.compare",
     "footprint": "rightsize.verbs.footprint",
     "sizing": "rightsize.verbs.sizing",
     "bench-encoder": "rightsize.verbs.bench",

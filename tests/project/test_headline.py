@@ -38,6 +38,7 @@ DOC_NAMES = {
     ("token_cost", "token_cost"): ("token_cost", "token_cost.json"),
     ("extract", "extract"): ("extract", "extract.json"),
     ("planted_ceiling", "planted_ceiling"): ("planted_ceiling", "eval/fused_ceiling.json"),
+    ("compare", "compare"): ("fused_vs_concat", "fused_vs_concat.json"),
 }
 ROW = re.compile(r"^\| `([^`]+)` \| [^|]+ \| `([^`:]+): ([^`]+)` \| .+ \|$")
 
@@ -74,6 +75,8 @@ def headline_files() -> list[tuple[Path, str, str | None, dict[str, Path]]]:
             out.append((f, "encoder", item, {"bench": METRICS / "encoders" / rel.name}))
         elif item == "planted_ceiling":     # its detail file lies beside the fused eval
             out.append((f, item, None, {item: METRICS / "eval" / "fused_ceiling.json"}))
+        elif item == "fused_vs_concat":     # compare: named after its two probes
+            out.append((f, "compare", item, {"compare": METRICS / rel.name}))
         else:
             kind = {"cohort": "cohort", "footprint": "footprint", "sizing": "sizing",
                     "token_cost": "token_cost", "extract": "extract"}[item]

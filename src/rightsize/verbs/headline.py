@@ -119,6 +119,13 @@ LAYOUT: dict[str, Kind] = {
         Pick("told_learner_weight", "planted_ceiling", "max_tokens.told_learner_weight",
              optional=True),
     )),
+    # compare: metrics/fused_vs_concat.json, concat's test MAE - fused's, paired by seed
+    "compare": Kind("{item}", (
+        Pick("mae_gain_mean", "compare", "mae_gain_mean", optional=True),
+        Pick("mae_gain_lo", "compare", "mae_gain_lo", optional=True),
+        Pick("mae_gain_hi", "compare", "mae_gain_hi", optional=True),
+        Pick("n_pairs", "compare", "n_pairs", optional=True),
+    )),
     # encoder_bench@<model>: metrics/encoders/<model>.json
     "encoder": Kind("{item}_encoder", (
         Pick("tokens_per_record", "bench", "tokens_per_record"),
