@@ -9,7 +9,7 @@ import import_graph as g
 import pytest
 
 GROUND = {"rightsize", "rightsize.atomic", "rightsize.blas_kernel", "rightsize.console",
-          "rightsize.errors", "rightsize.experiments", "rightsize.measure",
+          "rightsize.errors", "rightsize.experiments", "rightsize.machine", "rightsize.measure",
           "rightsize.output_set", "rightsize.params", "rightsize.probe_registry",
           "rightsize.fmt", "rightsize.account_parts", "rightsize.cost_text", "rightsize.citations"}
 LIBRARIES = ("telemetry", "cohort", "probes", "encoders", "sizing", "extraction", "reporting")

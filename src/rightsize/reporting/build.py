@@ -13,6 +13,7 @@ from pathlib import Path
 
 from rightsize import atomic
 from rightsize.errors import DataError
+from rightsize.machine import stamp
 from rightsize.reporting.config import ReportSettings
 from rightsize.reporting.doc import Block, Figure, Heading, Para, VerdictItem
 from rightsize.reporting.load import ReportInputs, load_inputs
@@ -51,7 +52,9 @@ def report_blocks(settings: ReportSettings, inputs: ReportInputs,
                            Heading("Verdicts", 2, "verdicts")]
     blocks += [VerdictItem(v.question, v.text) for v in verdicts]
     blocks.append(Para("Every number above and below is read from the metrics files of this "
-                       "workspace; a section whose file is absent says so."))
+                       "workspace; a section whose file is absent says so. This report was "
+                       f"built on {stamp()['words']}; a figure measured on another machine "
+                       "says so beside it."))
     blocks += run_sections(inputs)
     blocks += probe_sections(inputs)
     blocks += seed_sections(inputs.seeds)

@@ -82,5 +82,5 @@ def token_cost(cases: list[dict[str, Any]]) -> Figure | None:
         png = _png(fig)
     return Figure("token_cost", "Fused probe at token-level ECG", png,
                   "Whole-process train + evaluate seconds and peak RSS of the fused probe, "
-                  "one seed, on this machine; hollow points are extrapolated from the timed "
-                  "epochs (see the table), filled ones measured whole.")
+                  "one seed, on the machine the table names; hollow points are extrapolated "
+                  "from the timed epochs (see the table), filled ones measured whole.")

@@ -12,6 +12,7 @@ from rightsize.fmt import get, num
 from rightsize.reporting import figures
 from rightsize.reporting.doc import Block, Heading, Note, Para, table
 from rightsize.reporting.load import ReportInputs, Source
+from rightsize.reporting.provenance import measured_where
 from rightsize.reporting.sections_extract import extract_blocks
 from rightsize.reporting.sections_patience import patience_blocks
 from rightsize.reporting.sections_sizing import sizing_blocks
@@ -251,8 +252,11 @@ def footprint_blocks(src: Source, cohort: Source) -> list[Block]:
                         [[k, fmt.megabytes(num(rss, k))] for k in rss], "Peak resident memory."))
     writable = get(d, "writable") or {}
     places = ", ".join(f"{k} {'yes' if v else 'NO'}" for k, v in writable.items())
-    blocks.append(Para(f"Free disk: {fmt.nbytes(num(d, 'free_disk_bytes'))}; writable: "
-                       f"{places or fmt.DASH}."))
+    at = d.get("free_disk_path") if isinstance(d, dict) else None
+    blocks.append(Para(f"Free disk: {fmt.nbytes(num(d, 'free_disk_bytes'))}"
+                       f"{f' at {at}/ when the footprint stage ran' if at else ''} on "
+                       f"{measured_where(d)}; writable: {places or fmt.DASH}. (The ask's free "
+                       f"space is measured at sizing.disk.path when the sizing stage runs.)"))
     return blocks
 
 

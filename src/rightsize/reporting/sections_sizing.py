@@ -13,6 +13,7 @@ from typing import Any
 
 from rightsize.reporting.doc import Block, Bullets, Heading, Note, Para, table
 from rightsize.reporting.load import Source
+from rightsize.reporting.provenance import caveat
 
 OLD_FORMAT = "metrics/sizing.json is not a measured sizing (old format?): dvc repro sizing."
 
@@ -32,7 +33,8 @@ def sizing_answer(src: Source) -> tuple[str, str]:
     text = _text(src.data)
     if text is None:
         return "unreadable", OLD_FORMAT
-    return text["answer"], text["ask"]
+    elsewhere = caveat(src.data, "These sizing figures")
+    return text["answer"], text["ask"] + (f" {elsewhere}" if elsewhere else "")
 
 
 def sizing_blocks(src: Source) -> list[Block]:
@@ -45,6 +47,9 @@ def sizing_blocks(src: Source) -> list[Block]:
     if text is None:
         return blocks + [Note(OLD_FORMAT)]
     blocks.append(Para(f"The ask: {text['ask']}"))
+    elsewhere = caveat(src.data, "The ask's figures, the disk's included,")
+    if elsewhere:
+        blocks.append(Note(elsewhere))
     for t in text["tables"]:
         blocks.append(table(t["header"], t["rows"], t.get("caption", "")))
     if text.get("notes"):

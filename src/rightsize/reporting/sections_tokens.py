@@ -10,6 +10,7 @@ from rightsize.fmt import get, num
 from rightsize.reporting import figures_tokens
 from rightsize.reporting.doc import Block, Heading, Note, Para, table
 from rightsize.reporting.load import ReportInputs, Source
+from rightsize.reporting.provenance import caveat, measured_where
 
 POOLING_WORDS = {  # the registry's ecg_pooling values, in words
     "mean": "the mean of the ECG tokens", "none": "no ECG",
@@ -139,6 +140,9 @@ def token_cost_blocks(src: Source) -> list[Block]:
          "peak RSS", "accelerator"], rows,
         f"The fused probe, one seed, each count a whole `rightsize cohort` "
         f"and `rightsize train fused` process on a synthetic cohort of the configured "
-        f"geometry; {'; '.join(bases)}."))
+        f"geometry; {'; '.join(bases)}; measured on {measured_where(d)}."))
+    elsewhere = caveat(d, "These token-cost timings")
+    if elsewhere:
+        blocks.append(Note(elsewhere))
     fig = figures_tokens.token_cost(cases)
     return blocks + ([fig] if fig is not None else [])

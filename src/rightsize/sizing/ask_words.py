@@ -55,7 +55,8 @@ def fits_words(result: dict[str, Any], block: dict[str, Any]) -> str:
     """``fits the 55 GB free at .: yes; the 2 TB quota: yes``."""
     disk, out = result["disk"], []
     if block.get("fits_free_space") is not None:
-        out.append(f"fits the {format_bytes(disk['free_bytes'])} free at {disk['path']}: "
+        out.append(f"fits the {format_bytes(disk['free_bytes'])} free at {disk['path']} "
+                   f"(when sizing ran): "
                    f"{'yes' if block['fits_free_space'] else 'NO'}")
     if block.get("fits_quota") is not None:
         out.append(f"the {format_bytes(disk['quota_bytes'])} quota: "
@@ -63,7 +64,23 @@ def fits_words(result: dict[str, Any], block: dict[str, Any]) -> str:
     return "; ".join(out) or "no disk check"
 
 
-def _gpu_words(result: dict[str, Any], k: int, gpu_how: str) -> str:
+def cpu_where(result: dict[str, Any], models: list[str], cores: str, how_: str) -> str:
+    """``this machine's 2 cores (Intel Xeon ..., measured)`` when every bench of ``models``
+    ran on this host; ``2 cores of AMD EPYC ... (measured there, not this machine)`` when one
+    ran on another; the bench's CPU and "no machine stamp" for a bench file without one."""
+    benches = [result["benches"].get(m) or {} for m in models]
+    same = {b.get("this_machine") for b in benches}
+    words = "; ".join(dict.fromkeys((b.get("machine") or {}).get("words", "?") for b in benches))
+    if same == {True}:
+        return f"this machine's {cores} ({words}, {how_})"
+    if False in same:
+        return f"{cores} of {words} ({how_} there, not this machine)"
+    return (f"{cores} of {result['hardware']['cpu']} ({how_}; no machine stamp: maybe not "
+            f"this machine)")
+
+
+def _gpu_words(
+result: dict[str, Any], k: int, gpu_how: str) -> str:
     hw = result["hardware"]
     return (f"{k} GPU{'s' if k != 1 else ''} ({hw['gpu']}, {gpu_how}; "
             f"{result['cpu_cores_per_gpu']} CPU cores per GPU)")
@@ -119,7 +136,7 @@ def ask_sentence(result: dict[str, Any]) -> tuple[str, str]:
     shards = f"{format_bytes(a['storage_bytes'])} of {dtype} shards"
     cpu, opt = a["cpu"], a["option"]
     cores = f"{hw['cores']} core{'s' if hw['cores'] != 1 else ''}"
-    cpu_words = f"this machine's {cores} ({hw['cpu']}, {cpu_how})"
+    cpu_words = cpu_where(result, models, cores, cpu_how)
     unknown = ", ".join(a.get("unknown") or [])
     fastest = a["gpu"]
     gpu_h = format_hours(fastest.get("gpu_hours_low"), fastest.get("gpu_hours_high"))

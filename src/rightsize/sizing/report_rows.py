@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rightsize.machine import machine_phrase, stamp
 from rightsize.sizing.ask_words import UNITS, ask_sentence
 from rightsize.sizing.geometry_words import geometry_notes
 from rightsize.sizing.units import format_bytes, format_duration, format_hours
@@ -45,7 +46,7 @@ def _cheapest_cell(row: dict[str, Any], deadline_h: float) -> str:
 
 def scenario_table(result: dict[str, Any]) -> dict[str, Any]:
     """One row per scenario and model: records with source, CPU, K GPUs, cheapest, bytes."""
-    hw, k = result["hardware"], result["gpus"]
+    k = result["gpus"]
     rows = []
     for name, sc in result["scenarios"].items():
         for model, r in sc["models"].items():
@@ -66,7 +67,7 @@ def scenario_table(result: dict[str, Any]) -> dict[str, Any]:
                 format_bytes(r["manifest_bytes"]),
             ])
     header = ["scenario / model", "records (source)",
-              f"this machine's CPU ({hw['cores']} cores)",
+              _cpu_header(result),
               f"{k} GPUs ({result['cpu_cores_per_gpu']} CPU cores per GPU)",
               f"cheapest within {result['deadline_h']:g} h / {result.get('margin', 1):g} "
               f"that fits",
@@ -193,6 +194,26 @@ def before_after_table(result: dict[str, Any]) -> dict[str, Any] | None:
                        f"multiplied 50 tokens/s and 40 records/s per GPU."}
 
 
+def _cpu_header(result: dict[str, Any]) -> str:
+    """``this machine's CPU (2 cores)``, or the other machine the CPU benches ran on."""
+    benches = result["benches"].values()
+    cores = f"{result['hardware']['cores']} cores"
+    if all(b.get("this_machine") for b in benches):
+        return f"this machine's CPU ({cores})"
+    return f"the benches' CPU ({cores}; maybe not this machine's: see the notes)"
+
+
+def _elsewhere_note(result: dict[str, Any]) -> list[str]:
+    """A note when a CPU bench came from another machine (or one with no stamp)."""
+    others = {m: b for m, b in result["benches"].items() if not b.get("this_machine")}
+    if not others:
+        return []
+    where = "; ".join(f"{m} on {b['measured_on']}" for m, b in others.items())
+    return [f"The CPU figures of {', '.join(others)} come from benches measured elsewhere "
+            f"({where}), not on this machine ({stamp()['words']}): run `dvc repro` (or "
+            f"`rightsize bench-encoder`) here to measure this CPU."]
+
+
 def notes(result: dict[str, Any]) -> list[str]:
     """What a person needs beside the numbers: rules, caveats, where each rate came from."""
     hw, est, disk = result["hardware"], result["estimate"], result["disk"]
@@ -221,7 +242,7 @@ def notes(result: dict[str, Any]) -> list[str]:
     read = ("" if r is None else
             f"; reading {r['bytes_per_s'] / 1e6:,.0f} MB/s over {r['files']} files of "
             f"{r['file_bytes'] / 1000:,.0f} kB, page cache {r['page_cache']}")
-    out.append(f"Disk measured at {disk['path']} on this machine: writing "
+    out.append(f"Disk measured at {disk['path']} on {machine_phrase(stamp())}: writing "
                f"{w['bytes_per_s'] / 1e6:,.0f} MB/s ({w['shards']} {w['format']} shards of "
                f"{w['shard_bytes'] / 1e6:,.0f} MB of float16 token states, each fsync'd: the "
                f"aggregate over the whole sample, which the write bound uses; single shards "
@@ -230,6 +251,7 @@ def notes(result: dict[str, Any]) -> list[str]:
                f"machine's path: the target machine's disk must be measured there (run "
                f"`rightsize sizing` on it).")
     out += geometry_notes(result["benches"])
+    out = _elsewhere_note(result) + out
     files = result.get("gpu_files") or []
     out.append("GPU files (measurements/gpu): " + ("; ".join(
         f"{f['file']}: {f['status']}" for f in files) if files else

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rightsize.machine import machine_phrase, same_machine
 from rightsize.sizing.config import SizingConfig
 from rightsize.sizing.geometry_words import geometry_words
 
@@ -13,9 +14,13 @@ HOUR = 3600.0
 
 
 def where(bench: dict[str, Any]) -> str:
-    """``CPU, N threads, torch V``: where a CPU bench ran."""
+    """``this machine (Intel Xeon ..., 2 cores, ...), N threads, torch V``: where a CPU bench
+    ran, ``... (not this machine)`` when its machine stamp is another host's."""
     hw = bench.get("hardware", {})
-    return f"{hw.get('cpu', '?')}, {hw.get('threads', '?')} threads, torch {hw.get('torch', '?')}"
+    run = f"{hw.get('threads', '?')} threads, torch {hw.get('torch', '?')}"
+    if same_machine(bench) is None:       # a bench file from before the machine stamp
+        return f"{hw.get('cpu', '?')} (no machine stamp: maybe not this machine), {run}"
+    return f"{machine_phrase(bench)}, {run}"
 
 #: The retired calculator's job and asserted rates (params.yaml before issue 15), for the
 #: one side-by-side comparison: 1M ten-second ECGs at 50 tokens/s, 40 records/s per GPU.
@@ -49,6 +54,7 @@ def bench_summary(b: dict[str, Any]) -> dict[str, Any]:
             "geometry_words": geometry_words(b["family"], b.get("geometry") or {},
                                              b.get("tokens_per_input")),
             "load": load_summary(b),
+            "machine": b.get("machine"), "this_machine": same_machine(b),
             "measured_on": where(b) if not b.get("hardware", {}).get("gpu")
             else f"{b['hardware']['gpu']}, torch {b['hardware'].get('torch', '?')}"}
 

@@ -109,6 +109,7 @@ def run_bench_encoder(args: argparse.Namespace) -> int:
 
     from rightsize.encoders.models import make_spec
     from rightsize.encoders.preprocess import bench_preprocess
+    from rightsize.machine import stamp as machine_stamp
     from rightsize.measure import hardware_stamp
     from rightsize.sizing import memory
     from rightsize.sizing.bench import bench_encoder
@@ -169,6 +170,7 @@ def run_bench_encoder(args: argparse.Namespace) -> int:
     result["wall_s"] = time.perf_counter() - start
     result["hardware"] = {**hardware_stamp(threads=threads, device=cfg.device),
                           **memory.device_detail(cfg.device)}
+    result["machine"] = machine_stamp()
     console.emit_json(args.json, result)
     if args.headline:
         headline.write(args.headline, headline.headline("encoder", args.model, bench=result))

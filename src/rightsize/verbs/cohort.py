@@ -81,6 +81,7 @@ def run_cohort(args: argparse.Namespace) -> int:
 def _build(args: argparse.Namespace, cfg: Any, out: str, outputs: Any) -> int:
     """Build the manifest, truth file and metrics of ``cfg`` into ``outputs``."""
     from rightsize.cohort.build import build_manifest
+    from rightsize.machine import stamp as machine_stamp
 
     t0 = time.perf_counter()
     groups = -(-cfg.n_subjects // cfg.rows_per_group(cfg.ecg_tokens or 1))
@@ -106,6 +107,7 @@ def _build(args: argparse.Namespace, cfg: Any, out: str, outputs: Any) -> int:
         "ef_le_40_prevalence": round(meta["ef_le_40_prevalence"], 6),
         "build_wall_clock_s": round(wall, 3),
         "peak_rss_mb": round(_peak_rss_mb(), 1),
+        "machine": machine_stamp(),
     }
     for key in ("perfect_model_mae", "perfect_model_mae_test"):
         if meta.get(key) is not None:   # unknown for source: files

@@ -165,6 +165,7 @@ def _run(args: argparse.Namespace, cfg: Any, records: Any, task: tuple[int, int]
     from rightsize.extraction.finalize import errors_csv
     from rightsize.extraction.report import close_if_complete, run_metrics
     from rightsize.extraction.run import BadRecordError, default_workers, make_plan, run_local
+    from rightsize.machine import stamp as machine_stamp
 
     out, events = Path(args.out), Path(args.events) if args.events else None
     start = time.perf_counter()
@@ -191,6 +192,7 @@ def _run(args: argparse.Namespace, cfg: Any, records: Any, task: tuple[int, int]
     wall = time.perf_counter() - start
     prediction = _prediction(args, todo_records, len(cfg.layers))
     metrics = run_metrics(plan, stats, wall, todo_records, workers, counts, task)
+    metrics["machine"] = machine_stamp()
     if prediction is not None:
         from rightsize.sizing.predict import compare
 

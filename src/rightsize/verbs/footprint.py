@@ -43,6 +43,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
 
 def run_footprint(args: argparse.Namespace) -> int:
     """``rightsize footprint``: measure and write the footprint JSON."""
+    from rightsize.machine import stamp as machine_stamp
     from rightsize.params import load_params, parse
     from rightsize.probes.measurements.footprint import (
         CohortShape,
@@ -65,6 +66,8 @@ def run_footprint(args: argparse.Namespace) -> int:
     paths = FootprintPaths(manifest=Path(args.manifest), models=Path(args.models),
                            metrics_dir=Path(args.metrics_dir), reports=Path(args.reports))
     result = measure_footprint(paths, cfg, shape, tuple(probes))
+    result["free_disk_path"] = str(paths.metrics_dir)
+    result["machine"] = machine_stamp()
     console.emit_json(args.json, result)
     if args.headline:
         headline.write(args.headline, headline.headline("footprint", footprint=result))
@@ -99,5 +102,5 @@ def _footprint_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
         rows.append((f"peak RSS {stage}", f"{mb:,.0f} MB"))
     for name, ok in result["writable"].items():
         rows.append((f"writable {name}/", "yes" if ok else "NO"))
-    rows.append(("free disk", nbytes(result["free_disk_bytes"])))
+    rows.append((f"free disk at {result['free_disk_path']}", nbytes(result["free_disk_bytes"])))
     return rows

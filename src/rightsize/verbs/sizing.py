@@ -125,6 +125,7 @@ def _shard_shape(cfg: Any, benches: dict[str, dict[str, Any]]) -> tuple[int, ...
 
 def run_sizing(args: argparse.Namespace) -> int:
     """``rightsize sizing``: measure the disk, size every scenario; table and JSON."""
+    from rightsize.machine import stamp as machine_stamp
     from rightsize.params import load_params, parse
     from rightsize.sizing.config import SizingConfig, check_retired
     from rightsize.sizing.disk import measure_disk
@@ -155,6 +156,7 @@ def run_sizing(args: argparse.Namespace) -> int:
     disk = measure_disk(d.path, _shard_shape(cfg, benches), d.write_mb, d.shard_mb, d.format,
                         input_bytes, d.read_files)
     result = size_all(cfg, benches, gpu_files, paired, disk)
+    result["machine"] = machine_stamp()
     if args.json:
         console.emit_json(args.json, result)
     if args.headline:

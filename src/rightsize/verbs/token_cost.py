@@ -68,6 +68,7 @@ def _measure(args: argparse.Namespace) -> int:
     evaluated and timed in this process; the case's JSON."""
     import tempfile
 
+    from rightsize.machine import stamp
     from rightsize.measure import memory_hwm_mb
     from rightsize.params import load_params
     from rightsize.probes.measurements.token_cost import parse_case
@@ -82,7 +83,7 @@ def _measure(args: argparse.Namespace) -> int:
                  f"peak RSS {node['peak_rss_mb']:,.0f} MiB")
     console.emit_json(args.json, {"case": node, "epochs": case.epochs,
                                   "epochs_timed": case.epochs_timed, "rss_floor_mb": floor,
-                                  "hardware": hardware})
+                                  "hardware": hardware, "machine": stamp()})
     return 0
 
 
@@ -124,6 +125,7 @@ def _run_case(folder: Path, case: Any) -> tuple[dict[str, Any], dict[str, Any]]:
 def _gather(args: argparse.Namespace) -> int:
     """Every count's JSON joined into the stage's JSON and headline."""
     from rightsize.errors import DataError
+    from rightsize.machine import joined_stamp
     from rightsize.params import load_params, parse
     from rightsize.probes.measurements.token_cost import TokenCostConfig, summary
 
@@ -145,6 +147,7 @@ def _gather(args: argparse.Namespace) -> int:
                         f"train.fused.epochs {sorted(epochs)} (dvc repro token_cost)")
     out = summary([p["case"] for p in parts], cfg, epochs.pop(), parts[-1]["hardware"],
                   max(p["rss_floor_mb"] for p in parts))
+    out["machine"] = joined_stamp([p.get("machine") for p in parts])
     console.emit_json(args.json, out)
     if args.headline:
         headline.write(args.headline, headline.headline("token_cost", token_cost=out))
