@@ -216,38 +216,6 @@ def test_weights_that_do_not_fit_exit_4_naming_the_tensor(
         if (corpus / "out" / "shards").exists() else True
 
 
-def test_the_ask_predicted_range_sits_beside_the_measured_wall_clock(corpus: Path) -> None:
-    """With the encoder bench and the sizing stage's disk measurement, the run's metrics and
-    headline hold the ask's range for these records; the report's section shows both."""
-    from extract_fixtures import REPO
-
-    from rightsize.params import load_block
-    from rightsize.reporting.load import read_json
-    from rightsize.reporting.render_md import render_markdown
-    from rightsize.reporting.sections_extract import extract_blocks
-    from rightsize.sizing.config import SizingConfig
-    from rightsize.sizing.predict import predict_cpu_run
-
-    bench, sizing = REPO / "metrics/encoders/ecg.json", REPO / "metrics/sizing.json"
-    assert extract(corpus, "--metrics", "m.json", "--headline", "h.json", "--bench",
-                   str(bench), "--sizing", str(sizing)) == 0
-    m = metrics(corpus / "m.json")
-    want = predict_cpu_run(6, json.loads(bench.read_text()),
-                           load_block(corpus / "params.yaml", "sizing", SizingConfig), "ecg",
-                           1, json.loads(sizing.read_text())["disk"])
-    check = m["prediction_check"]
-    assert check["predicted_wall_s_low"] == want["wall_s_low"] > 0
-    assert check["predicted_wall_s_high"] == want["wall_s_high"]
-    assert check["ratio_to_high"] == pytest.approx(m["wall_s"] / want["wall_s_high"])
-    assert check["inside"] == (want["wall_s_low"] <= m["wall_s"] <= want["wall_s_high"])
-    assert (check["mispredicted_part"] is None) == check["inside"]
-    head = metrics(corpus / "h.json")["extract"]
-    assert head["predicted_wall_s_high"] == want["wall_s_high"] and head["records_done"] == 6
-    md = render_markdown(extract_blocks(read_json(corpus / "m.json")), "figures")
-    assert f"{want['wall_s_low']:,.1f} s to {want['wall_s_high']:,.1f} s" in md
-    assert f"{m['wall_s']:,.1f} s" in md and "features for cost only" in md
-
-
 def test_bf16_difference_is_measured_per_layer() -> None:
     """The comparison a CUDA run reports, exercised with CPU autocast (no GPU here)."""
     import torch

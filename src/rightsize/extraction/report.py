@@ -64,7 +64,11 @@ def run_metrics(plan: Plan, stats: RunStats, wall_s: float, records: int, worker
         "shards_run": len(plan.todo), "shards_reused": len(plan.done) - len(plan.todo),
         "shards_in_corpus": plan.shards, "task": None if task is None else f"{task[0]}/{task[1]}",
         "workers": workers, "threads_per_worker": cfg.threads_per_worker,
-        "batch_size": cfg.batch_size, "device": cfg.device, "model": f"HuBERT-ECG {cfg.size}",
+        "batch_size": cfg.batch_size, "shard_records": cfg.shard_records,
+        "shard_sizes": [len(range(s * cfg.shard_records, min((s + 1) * cfg.shard_records,
+                                                              len(plan.records))))
+                        for s in plan.todo],
+        "device": cfg.device, "model": f"HuBERT-ECG {cfg.size}",
         "layers": list(cfg.stored_layers), "dtype": cfg.dtype,
         "wall_s": wall_s, "records_per_s": records / wall_s if wall_s > 0 else None,
         "parts_worker_s": per_part, "parts_wall_s": as_wall,

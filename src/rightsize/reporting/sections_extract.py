@@ -13,11 +13,35 @@ from typing import Any
 from rightsize.reporting.doc import Block, Heading, Note, Para, table
 from rightsize.reporting.load import Source
 
-PART_ORDER = ("compute", "preprocessing", "reading", "writing")
+PART_ORDER = ("compute", "preprocessing", "writing")
 
 
 def _s(v: Any) -> str:
     return f"{v:,.1f} s" if isinstance(v, int | float) else "-"
+
+
+def _missed(check: dict[str, Any], pred: dict[str, Any]) -> str:
+    """The part furthest outside its own predicted range, by how much, against what."""
+    name = check["mispredicted_part"]
+    part = (pred.get("parts") or {}).get(name) or {}
+    measured = (check.get("parts_measured_s") or {}).get(name)
+    ratio = check.get("mispredicted_ratio")
+    return (f"The part that missed: {name}, measured {_s(measured)} against "
+            f"{_s(part.get('low_s'))} to {_s(part.get('high_s'))} predicted "
+            f"({check.get('mispredicted_excess_s') or 0:+,.1f} s"
+            + (f", {ratio:.2f}x the nearer end)." if ratio else ", not predicted)."))
+
+
+def _bench_words(host: dict[str, Any] | None) -> str:
+    """Where the bench behind the prediction was measured: this host or another."""
+    if not host:
+        return "The bench's machine is not recorded."
+    if host.get("same") is True:
+        return f"The bench was measured on this host: {host.get('words')}."
+    if host.get("same") is False:
+        return (f"The bench came from another host, {host.get('words')}: re-measure it here "
+                f"(dvc repro encoder_bench) before trusting the range.")
+    return f"The bench's machine: {host.get('words')}."
 
 
 def extract_blocks(src: Source) -> list[Block]:
@@ -39,10 +63,8 @@ def extract_blocks(src: Source) -> list[Block]:
                 f"x {d.get('threads_per_worker')} thread(s); the ask predicted "
                 f"{_s(lo)} to {_s(hi)} for them: {verdict}.")
         if not check.get("inside") and check.get("mispredicted_part"):
-            ratio = check.get("mispredicted_ratio")
-            text += (f" The part furthest off: {check['mispredicted_part']}, "
-                     f"{check.get('mispredicted_excess_s') or 0:+,.1f} s against its "
-                     f"prediction" + (f" ({ratio:.2f}x)." if ratio else " (not predicted)."))
+            text += " " + _missed(check, pred)
+        text += " " + _bench_words(check.get("bench_machine") or pred.get("bench_machine"))
     else:
         text = (f"{records} records extracted in {_s(wall)}; no prediction (the stage ran "
                 "without the encoder bench and sizing files).")
@@ -53,11 +75,16 @@ def extract_blocks(src: Source) -> list[Block]:
                    f"{_s((parts.get(name) or {}).get('high_s'))}",
              _s(measured.get(name)) if name in measured else "overlapped, not timed apart"]
             for name in PART_ORDER]
-    rows.append(["start-up and the rest", "not predicted", _s(d.get("startup_and_other_s"))])
+    start = parts.get("start-up and the rest") or {}
+    rows.append(["start-up and the rest",
+                 f"{_s(start.get('low_s'))} - {_s(start.get('high_s'))}" if start
+                 else "not predicted", _s(d.get("startup_and_other_s"))])
     rows.append(["wall clock", f"{_s(lo)} - {_s(hi)}", _s(wall)])
     blocks.append(table(["part", "the ask predicted", "measured"], rows,
                         "Measured parts are worker seconds over the workers (wall-clock "
-                        "equivalents); reading is inside preprocessing. From "
+                        "equivalents); reading is inside preprocessing; start-up and the "
+                        "rest is the wall clock less those parts (workers starting, idle at "
+                        "the end of the shard schedule, closing the folder). From "
                         "metrics/extract.json."))
     blocks.append(Note(f"Features: {d.get('features', '?')}; bf16 vs float32: "
                        f"{d.get('bf16_vs_float32') or 'see metrics/extract.json'}."))

@@ -92,7 +92,10 @@ class EncoderModelConfig:
     ``cpu_timing_layers`` times a truncated model of that depth on CPU (same input shape
     and width) and scales the time by the FLOP ratio to the full depth; ``null`` times the
     full model. ``preprocess_records`` ECG files are written and preprocessed, or echo
-    DICOM videos written and decoded (0 = skip).
+    DICOM videos written and decoded (0 = skip). ``worker_threads`` (ECG only; null = skip)
+    times extract's workers as its default starts them, one per that many cores: each
+    worker's start-up (spawn, imports, model build) and its records/s beside its siblings
+    (:mod:`rightsize.sizing.worker_bench`).
     The geometry keys belong to one family each (:data:`GEOMETRY_KEYS`); unset, they take
     the family's default (:class:`~rightsize.encoders.models.EcgGeometry`: one 5 s crop;
     :class:`~rightsize.encoders.models.VideoGeometry`: EchoJEPA's 224 px, 16 frames, two
@@ -108,6 +111,7 @@ class EncoderModelConfig:
     resolution: int | None = None
     cpu_timing_layers: int | None = None
     preprocess_records: int = 0
+    worker_threads: int | None = None     # time extract's workers: one per this many cores
 
     def validate(self, key: str) -> None:
         """Raise ``ParamsError`` naming ``<key>.<field>`` for a bad value."""
@@ -130,6 +134,11 @@ class EncoderModelConfig:
                     f"must be a positive integer or null, got {self.cpu_timing_layers!r}")
         require(isinstance(self.preprocess_records, int) and self.preprocess_records >= 0,
                 f"{key}.preprocess_records", f"must be >= 0, got {self.preprocess_records!r}")
+        if self.worker_threads is not None:
+            require(_positive_int(self.worker_threads), f"{key}.worker_threads",
+                    f"must be a positive integer or null, got {self.worker_threads!r}")
+            require(self.family == "hubert_ecg", f"{key}.worker_threads",
+                    f"applies to hubert_ecg (what extract runs), not {self.family}")
 
     def geometry(self) -> Any:
         """The model input geometry: the family's defaults with the keys set here."""

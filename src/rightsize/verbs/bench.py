@@ -157,6 +157,17 @@ def run_bench_encoder(args: argparse.Namespace) -> int:
         result["preprocess"] = None
         not_measured.append(f"{'video decoding' if model.family == 'echojepa' else 'preprocessing'}"
                             f" (preprocess_records: 0)")
+    if cpu and model.worker_threads is not None:
+        from rightsize.sizing.worker_bench import bench_workers
+
+        n = max(1, (os.cpu_count() or 1) // model.worker_threads)
+        console.info(f"{args.model}: {n} extraction worker(s) of {model.worker_threads} "
+                     f"thread(s): start-up and records/s")
+        result["workers"] = loads.around("the worker timing", lambda: bench_workers(
+            model.size, geometry.crops_per_record, spec.arch.layers, n, model.worker_threads,
+            model.batch_sizes, cfg.repeats, cfg.warmup))
+        measured.append("extraction workers' start-up (spawn, imports, model build) and "
+                        "records/s per worker")
     if cpu or result.get("preprocess"):
         result["load"] = loads.as_dict()
         if args.require_quiet is not None:
@@ -207,6 +218,12 @@ def summary_lines(r: dict[str, Any]) -> list[str]:
             lines.append(f"  batch {t['batch']}: {t['status']}")
     if r["timing"]["extrapolated"]:
         lines.append(f"  timing: {r['timing']['note']}")
+    if r.get("workers"):
+        w = r["workers"]
+        lines.append(f"  workers: {w['workers']} x {w['threads_per_worker']} thread(s), start-up "
+                     f"{w['startup_s']:.1f} s each; " + ", ".join(
+                         f"batch {t['batch']}: {t['records_per_s_per_worker']:.3g} records/s "
+                         f"per worker" for t in w["throughput"].values()))
     if r.get("preprocess"):
         p = r["preprocess"]
         lines.append(f"  preprocessing: {p['records_per_s_per_core']:.0f} records/s per core")

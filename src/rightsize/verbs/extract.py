@@ -114,20 +114,48 @@ def _config(args: argparse.Namespace) -> Any:
     return cfg
 
 
-def _prediction(args: argparse.Namespace, records: int, layers: int) -> dict[str, Any] | None:
-    """The ask's CPU prediction for ``records`` records, or None without --bench/--sizing."""
-    if not args.bench or not args.sizing or records == 0:
+def _prediction_inputs(args: argparse.Namespace, cfg: Any) -> tuple[Any, Any] | None:
+    """The bench and the disk measurement the prediction uses, read and checked before any
+    work (exit 4 naming the file: not a bench, a bad rate, another model, size, geometry or
+    batch); None without --bench/--sizing."""
+    if not args.bench or not args.sizing:
         return None
-    from rightsize.params import load_block
-    from rightsize.sizing.config import SizingConfig
+    from rightsize.sizing.bench_file import check_bench, check_sizing_file
+    from rightsize.sizing.predict import check_bench_fits
+
+    bench = check_bench(_read_json(args.bench), args.bench)
+    disk = check_sizing_file(_read_json(args.sizing), args.sizing)
+    check_bench_fits(bench, _shape(cfg, (1,)), args.bench)
+    return bench, disk
+
+
+def _shape(cfg: Any, shard_sizes: tuple[int, ...]) -> Any:
+    from rightsize.extraction.run import default_workers
+    from rightsize.sizing.predict import RunShape
+    from rightsize.sizing.units import DTYPE_BYTES
+
+    return RunShape(workers=default_workers(cfg), threads_per_worker=cfg.threads_per_worker,
+                    batch_size=cfg.batch_size, size=cfg.size,
+                    crops_per_record=cfg.crops_per_record, depth=max(cfg.layers),
+                    stored_layers=len(cfg.stored_layers), dtype_bytes=DTYPE_BYTES[cfg.dtype],
+                    shard_sizes=shard_sizes, device=cfg.device)
+
+
+def _prediction(inputs: tuple[Any, Any] | None, cfg: Any, shard_sizes: tuple[int, ...]
+                ) -> dict[str, Any] | None:
+    """The ask's CPU prediction for these shards, or None without --bench/--sizing."""
+    if inputs is None or not sum(shard_sizes):
+        return None
     from rightsize.sizing.predict import predict_cpu_run
 
-    bench = _read_json(args.bench)
-    disk = _read_json(args.sizing).get("disk")
-    if not isinstance(disk, dict):
-        raise InputError(f"{args.sizing}: no disk measurement (run the sizing stage)")
-    cfg = load_block(args.params, "sizing", SizingConfig)
-    return predict_cpu_run(records, bench, cfg, bench.get("model", "ecg"), layers, disk)
+    bench, disk = inputs
+    return predict_cpu_run(bench, _shape(cfg, shard_sizes), disk)
+
+
+def _shards_of(records: int, shard_records: int) -> tuple[int, ...]:
+    """Records per shard of ``records`` records cut into shards of ``shard_records``."""
+    full, rest = divmod(records, shard_records)
+    return (shard_records,) * full + ((rest,) if rest else ())
 
 
 def _read_json(path: str) -> dict[str, Any]:
@@ -152,16 +180,18 @@ def run_extract(args: argparse.Namespace) -> int:
     atomic.check_writable(args.out, folder=True)
     atomic.check_writable(args.metrics, args.headline)
     task = parse_task(args.task) if args.task else None
+    inputs = _prediction_inputs(args, cfg)
     records = read_record_list(Path(cfg.records), Path(cfg.root))
     if cfg.executor == "slurm":
         from rightsize.verbs.extract_slurm import run_extract_slurm
 
-        return run_extract_slurm(args, cfg, records,
-                                 lambda n: _prediction(args, n, len(cfg.layers)))
-    return _run(args, cfg, records, task)
+        return run_extract_slurm(args, cfg, records, lambda n: _prediction(
+            inputs, cfg, _shards_of(n, cfg.shard_records)))
+    return _run(args, cfg, records, task, inputs)
 
 
-def _run(args: argparse.Namespace, cfg: Any, records: Any, task: tuple[int, int] | None) -> int:
+def _run(args: argparse.Namespace, cfg: Any, records: Any, task: tuple[int, int] | None,
+         inputs: tuple[Any, Any] | None) -> int:
     from rightsize.extraction.finalize import errors_csv
     from rightsize.extraction.report import close_if_complete, run_metrics
     from rightsize.extraction.run import BadRecordError, default_workers, make_plan, run_local
@@ -171,9 +201,10 @@ def _run(args: argparse.Namespace, cfg: Any, records: Any, task: tuple[int, int]
     start = time.perf_counter()
     plan = make_plan(cfg, records, out, task)
     workers = min(default_workers(cfg), max(len(plan.todo), 1))
-    todo_records = sum(len(range(s * cfg.shard_records,
-                                 min((s + 1) * cfg.shard_records, len(records))))
-                       for s in plan.todo)
+    shard_sizes = tuple(len(range(s * cfg.shard_records,
+                                  min((s + 1) * cfg.shard_records, len(records))))
+                        for s in plan.todo)
+    todo_records = sum(shard_sizes)
     console.info(f"extract: {len(records)} records in {plan.shards} shards; this run "
                  f"{len(plan.todo)} shard(s) ({todo_records} records) on {workers} worker(s), "
                  f"{len(plan.done)} already done; {plan.identity['features']}")
@@ -190,16 +221,15 @@ def _run(args: argparse.Namespace, cfg: Any, records: Any, task: tuple[int, int]
             raise
     counts = close_if_complete(plan)
     wall = time.perf_counter() - start
-    prediction = _prediction(args, todo_records, len(cfg.layers))
+    prediction = _prediction(inputs, cfg, shard_sizes)
     metrics = run_metrics(plan, stats, wall, todo_records, workers, counts, task)
     metrics["machine"] = machine_stamp()
     if prediction is not None:
-        from rightsize.sizing.predict import compare
+        from rightsize.sizing.predict import STARTUP, compare
 
         metrics["prediction"] = prediction
         metrics["prediction_check"] = compare(
-            prediction, wall, {**metrics["parts_wall_s"],
-                               "start-up and the rest": metrics["startup_and_other_s"]})
+            prediction, wall, {**metrics["parts_wall_s"], STARTUP: metrics["startup_and_other_s"]})
     if args.metrics:
         console.emit_json(args.metrics, metrics)
     if args.headline:
