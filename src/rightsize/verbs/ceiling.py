@@ -21,21 +21,23 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
             "N tokens (in memory, echo clips only) and let an oracle that knows the generator's\n"
             "projections and codes pick each test subject's planted event by likelihood from\n"
             "the echo clips, in the embedding and in the probes' PCA view (train.pca_rank).\n"
-            "Writes its top-1 rate, its posterior weight on the planted event (the ceiling of\n"
-            "the fused probe's attention score) and the test MAE of the perfect model that\n"
-            "reads the planted event through it (rightsize.probes.evaluation.ceiling).\n"
+            "Writes its top-1 rate and posterior weight on the planted event (whether the\n"
+            "clips identify it: a check of the data, not a target for the probe) and the test\n"
+            "MAE of the perfect model that reads the planted event through it\n"
+            "(rightsize.probes.evaluation.ceiling).\n"
             "Beside it, what the train split allows: a small learner told the codes'\n"
             "subspaces fits LVEF on the train subjects (planted_ceiling.learner_seeds seeds,\n"
             "at most learner_steps full-batch steps, kept at its best validation MSE) and\n"
             "its attention's weight on the planted event is scored on the test subjects\n"
-            "(rightsize.probes.evaluation.learnable)."),
+            "(rightsize.probes.evaluation.learnable), beside the null: what a uniform head over\n"
+            "the N tokens puts on the event's tokens (null_weight, |event| / N)."),
         epilog="example:\n  rightsize planted-ceiling --json metrics/eval/fused_ceiling.json")
     p.add_argument("--params", default="params.yaml",
                    help="params file: cohort, token_cost, train.pca_rank, planted_ceiling "
                         "(default: params.yaml)")
     p.add_argument("--json", required=True, help="metrics JSON to write ('-' prints it)")
     headline.add_argument(p, "the largest count's oracle top-1, posterior weight and test MAE, "
-                          "and the told learner's weight")
+                          "and the told learner's weight beside its null")
     p.set_defaults(func=run_ceiling)
 
 
@@ -77,9 +79,10 @@ def run_ceiling(args: argparse.Namespace) -> int:
             with console.task(f"told learner at {n} ECG tokens, {learner.learner_seeds} seeds"):
                 node["told_learner"] = told = told_learner(SyntheticCohort(cfg),
                                                            train.pca_rank, learner)
+                told.setdefault("null_weight", told["uniform"])    # |event| / N: no null key
             console.info(f"{n} ECG tokens: told learner weight on the planted event "
                          f"{told['planted_weight_mean']:.3f} ± {told['planted_weight_sd']:.3f} "
-                         f"(uniform {told['uniform']:.4f}) from {told['train_subjects']} "
+                         f"(null {told['null_weight']:.4f}) from {told['train_subjects']} "
                          f"train subjects")
     if out["counts"]:
         top = out[f"tokens_{out['counts'][-1]}"]
@@ -88,6 +91,7 @@ def run_ceiling(args: argparse.Namespace) -> int:
                              "oracle_test_mae": top["test_mae"]["oracle"]}
         if "told_learner" in top:
             out["max_tokens"]["told_learner_weight"] = top["told_learner"]["planted_weight_mean"]
+            out["max_tokens"]["told_learner_null"] = top["told_learner"]["null_weight"]
     console.emit_json(args.json, out)
     if args.headline:
         headline.write(args.headline, headline.headline("planted_ceiling", planted_ceiling=out))

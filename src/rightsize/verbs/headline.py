@@ -118,6 +118,8 @@ LAYOUT: dict[str, Kind] = {
         Pick("oracle_test_mae", "planted_ceiling", "max_tokens.oracle_test_mae", optional=True),
         Pick("told_learner_weight", "planted_ceiling", "max_tokens.told_learner_weight",
              optional=True),
+        Pick("told_learner_null", "planted_ceiling", "max_tokens.told_learner_null",
+             optional=True),
     )),
     # compare: metrics/fused_vs_concat.json, concat's test MAE - fused's, paired by seed
     "compare": Kind("{item}", (
