@@ -17,6 +17,7 @@ by the caller, then say what is done (this cluster needs no accounting daemon).
 from __future__ import annotations
 
 import math
+import re
 import shlex
 import subprocess
 import time
@@ -26,12 +27,23 @@ from pathlib import Path
 from typing import Any
 
 from rightsize.atomic import write_text
-from rightsize.errors import InputError, RightsizeError
+from rightsize.errors import InputError, ParamsError, RightsizeError
 
 #: ``--time`` is the ask's predicted upper wall clock for one task times TIME_FACTOR, plus
 #: TIME_PAD_S: room for start-up (loading the model), a slower node and requeue restarts.
 TIME_FACTOR = 1.5
 TIME_PAD_S = 600.0
+#: The longest ``--time`` taken (about 31 years; Slurm counts minutes in 32 bits).
+MAX_TIME_S = 1e9
+#: Slurm's integer fields (cores, MB, tasks) are 32-bit.
+MAX_INT = 2**31 - 1
+
+#: A partition (or comma-separated list of them) as it may appear on a ``#SBATCH`` line.
+PARTITION = re.compile(r"[A-Za-z0-9_.-]+(,[A-Za-z0-9_.-]+)*")
+#: Path characters a ``#SBATCH`` line takes unquoted; others are double-quoted (sbatch's
+#: directive parser reads quotes), except those it cannot hold (:func:`directive_path`).
+_PLAIN_PATH = re.compile(r"[A-Za-z0-9_./+:@=,-]+")
+_NO_PATH = re.compile(r'[\x00-\x1f\x7f"\\%]')
 
 
 class SchedulerError(RightsizeError):
@@ -62,13 +74,16 @@ class SlurmConfig:
 
         for name in ("tasks", "cpus_per_task", "mem_mb"):
             value = getattr(self, name)
-            require(isinstance(value, int) and value >= 1, f"{key}.{name}",
-                    f"must be a positive integer, got {value!r}")
-        require(isinstance(self.gpus_per_task, int) and self.gpus_per_task >= 0,
+            require(isinstance(value, int) and 1 <= value <= MAX_INT, f"{key}.{name}",
+                    f"must be a positive integer up to {MAX_INT}, got {value!r}")
+        require(isinstance(self.gpus_per_task, int) and 0 <= self.gpus_per_task <= MAX_INT,
                 f"{key}.gpus_per_task", f"must be >= 0 (0: no --gres), got {self.gpus_per_task!r}")
-        require(self.time_s is None or self.time_s > 0, f"{key}.time_s",
-                f"must be > 0 s or null (from the ask's prediction), got {self.time_s!r}")
-        require(self.poll_s > 0, f"{key}.poll_s", f"must be > 0 s, got {self.poll_s!r}")
+        require(self.time_s is None or 0 < self.time_s <= MAX_TIME_S, f"{key}.time_s",
+                f"must be > 0 s and at most {MAX_TIME_S:.0e} s, or null (from the ask's "
+                f"prediction), got {self.time_s!r}")
+        require(0 < self.poll_s <= 3600, f"{key}.poll_s",
+                f"must be > 0 s and at most 3600 s, got {self.poll_s!r}")
+        check_partition(self.partition, f"{key}.partition")
 
     def resources(self, predicted_task_s: float | None) -> SlurmResources:
         """Each task's request; ``--time`` from ``time_s``, else from the prediction."""
@@ -102,8 +117,10 @@ class SlurmResources:
             raise InputError(f"extract.slurm.cpus_per_task: must be >= 1, got {self.cpus_per_task}")
         if self.mem_mb < 1:
             raise InputError(f"extract.slurm.mem_mb: must be >= 1, got {self.mem_mb}")
-        if not self.time_s > 0:
-            raise InputError(f"extract.slurm time limit: must be > 0 s, got {self.time_s}")
+        if not 0 < self.time_s <= MAX_TIME_S:
+            raise InputError(f"extract.slurm time limit: must be > 0 s and at most "
+                             f"{MAX_TIME_S:.0e} s, got {self.time_s}")
+        check_partition(self.partition, "extract.slurm.partition")
 
 
 @dataclass(frozen=True)
@@ -136,11 +153,34 @@ class SlurmJob:
             raise InputError("slurm job: empty command")
 
 
+def check_partition(value: str | None, key: str) -> None:
+    """A partition goes on a ``#SBATCH`` line as written: Slurm partition names only (letters,
+    digits, ``_ . -``, comma-separated), never a newline, ``#``, space or quote."""
+    if value is not None and (not isinstance(value, str) or PARTITION.fullmatch(value) is None):
+        raise ParamsError(f"{key}: {value!r} is not a Slurm partition name (letters, digits, "
+                          "'_', '.', '-'; several separated by ','); it goes on a #SBATCH line")
+
+
+def directive_path(path: Path | str, key: str) -> str:
+    """``path`` as a ``#SBATCH`` value: as is when plain, else double-quoted (spaces, ``#``,
+    ``'``). A path sbatch cannot carry is a ParamsError naming ``key``: a newline or control
+    character (it would end the directive, and bash would run the rest as a command), ``"``
+    or a backslash (sbatch's own quoting), ``%`` (a file-name pattern in ``--output``)."""
+    text = str(path)
+    bad = _NO_PATH.search(text)
+    if bad is not None:
+        raise ParamsError(f"{key}: {text!r} cannot go on a #SBATCH line (it holds "
+                          f"{bad.group()!r}); choose a path without newlines, control "
+                          "characters, quotes, backslashes or '%'")
+    return text if _PLAIN_PATH.fullmatch(text) else f'"{text}"'
+
+
 def time_limit_s(predicted_task_s: float, factor: float = TIME_FACTOR,
                  pad_s: float = TIME_PAD_S) -> float:
     """``--time`` in seconds for a task predicted to take at most ``predicted_task_s``."""
-    if not predicted_task_s >= 0:
-        raise InputError(f"predicted task time: must be >= 0 s, got {predicted_task_s}")
+    if not 0 <= predicted_task_s <= MAX_TIME_S:
+        raise InputError(f"predicted task time: must be >= 0 s and finite, got "
+                         f"{predicted_task_s}")
     return factor * predicted_task_s + pad_s
 
 
@@ -164,8 +204,14 @@ def array_spec(indices: Iterable[int]) -> str:
 
 
 def job_script(job: SlurmJob) -> str:
-    """The ``sbatch`` script for ``job``: directives, then one ``exec`` of the task command."""
+    """The ``sbatch`` script for ``job``: directives, then one ``exec`` of the task command.
+
+    Every value is checked or quoted: a path on a directive by :func:`directive_path`, the
+    partition by :func:`check_partition`, the command by ``shlex.join``."""
     r = job.resources
+    check_partition(r.partition, "extract.slurm.partition")
+    logs = directive_path(job.log_dir, "--out")
+    output = f'"{logs[1:-1]}/task_%a.log"' if logs.startswith('"') else f"{logs}/task_%a.log"
     lines = [
         "#!/bin/bash",
         f"# rightsize extract as a Slurm array: {job.tasks} task(s), one contiguous shard range "
@@ -185,9 +231,9 @@ def job_script(job: SlurmJob) -> str:
         "#SBATCH --requeue",
     ]
     if job.workdir is not None:
-        lines.append(f"#SBATCH --chdir={job.workdir}")
+        lines.append(f"#SBATCH --chdir={directive_path(job.workdir, 'current directory')}")
     lines += [
-        f"#SBATCH --output={job.log_dir}/task_%a.log",
+        f"#SBATCH --output={output}",
         "#SBATCH --open-mode=append",
         "set -euo pipefail",
         'export OMP_NUM_THREADS="${SLURM_CPUS_PER_TASK:-1}"',
