@@ -47,11 +47,28 @@ def seconds(x: Any) -> str:
     v = _finite(x)
     if v is None:
         return DASH
+    if 0 < abs(v) < 1e-3:
+        return f"{number(v * 1000)} ms"
     if v < 120:
         return f"{number(v)} s"
     if v < 7200:
         return f"{v / 60:.1f} min ({v:,.0f} s)"
     return f"{v / 3600:.2f} h ({v:,.0f} s)"
+
+
+def duration(x: Any) -> str:
+    """Seconds in the unit that fits, never an exponent: ``0.586 ms``, ``4.28 s``, ``12.3 min``,
+    ``3.27 h``; dash when absent."""
+    v = _finite(x)
+    if v is None:
+        return DASH
+    if 0 < abs(v) < 0.1:
+        return f"{number(v * 1000)} ms"
+    if abs(v) < 120:
+        return f"{number(v)} s"
+    if abs(v) < 7200:
+        return f"{number(v / 60)} min"
+    return f"{number(v / 3600)} h"
 
 
 def hours(x: Any) -> str:

@@ -150,12 +150,20 @@ def test_probe_sections(full_build):
     assert "Across seeds" not in md          # only with --seeds-json
 
 
-@pytest.mark.parametrize("section", ["Rescued runs", "Probes", "Verdicts"])
+@pytest.mark.parametrize("section", ["Telemetry: rescued training runs",
+                                     "Probes (synthetic cohort, planted signal)", "Verdicts",
+                                     "Sizing", "Extraction"])
 def test_html_has_sections_and_nav(full_build, section):
     html = full_build.html
     assert f">{section}</h2>" in html
-    anchor = re.search(rf'<h2 id="([^"]+)">{section}</h2>', html).group(1)
+    anchor = re.search(rf'<h2 id="([^"]+)">{re.escape(section)}</h2>', html).group(1)
     assert f'href="#{anchor}"' in html
+
+
+def test_nav_names_the_four_parts_in_order(full_build):
+    nav = re.search(r"<nav>(.*?)</nav>", full_build.html).group(1)
+    assert re.findall(r">([^<]+)</a>", nav) == ["Verdicts", "Telemetry", "Probes", "Sizing",
+                                                 "Extraction"]
 
 
 def test_fusion_verdict_weighs_the_difference_against_seed_spread_and_paired_interval(tmp_path):

@@ -19,7 +19,11 @@ from rightsize.reporting.doc import Block, Figure, Heading, Para, VerdictItem
 from rightsize.reporting.load import ReportInputs, load_inputs
 from rightsize.reporting.render_html import render_html
 from rightsize.reporting.render_md import render_markdown
-from rightsize.reporting.sections_probes import probe_sections
+from rightsize.reporting.sections_probes import (
+    extraction_section,
+    probe_sections,
+    sizing_section,
+)
 from rightsize.reporting.sections_runs import run_sections
 from rightsize.reporting.sections_seeds import seed_sections
 from rightsize.reporting.verdicts import Verdict, all_verdicts
@@ -47,7 +51,8 @@ class ReportResult:
 
 def report_blocks(settings: ReportSettings, inputs: ReportInputs,
                   verdicts: list[Verdict]) -> list[Block]:
-    """The report's blocks: title, verdicts (first), runs, probes, seeds."""
+    """The report's blocks: title, verdicts (first), telemetry, probes, sizing, extraction,
+    seeds."""
     blocks: list[Block] = [Heading(settings.config.title, 1, "top"),
                            Heading("Verdicts", 2, "verdicts")]
     blocks += [VerdictItem(v.question, v.text) for v in verdicts]
@@ -55,8 +60,10 @@ def report_blocks(settings: ReportSettings, inputs: ReportInputs,
                        "workspace; a section whose file is absent says so. This report was "
                        f"built on {stamp()['words']}; a figure measured on another machine "
                        "says so beside it."))
-    blocks += run_sections(inputs)
-    blocks += probe_sections(inputs)
+    blocks += run_sections(inputs, settings.synthetic_runs)
+    blocks += probe_sections(inputs, settings.synthetic_cohort)
+    blocks += sizing_section(inputs)
+    blocks += extraction_section(inputs)
     blocks += seed_sections(inputs.seeds)
     return blocks
 
@@ -67,7 +74,8 @@ def build_report(settings: ReportSettings, metrics_dir: str | Path, out_dir: str
     out = Path(out_dir)
     inputs = load_inputs(Path(metrics_dir), settings.runs, settings.probes,
                          Path(seeds_json) if seeds_json is not None else None)
-    verdicts = all_verdicts(inputs, settings.config, settings.seeds)
+    verdicts = all_verdicts(inputs, settings.config, settings.seeds,
+                            settings.synthetic_cohort, settings.synthetic_runs)
     blocks = report_blocks(settings, inputs, verdicts)
     fig_dir = out / FIGURE_DIR
     written: list[Path] = []

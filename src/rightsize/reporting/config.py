@@ -7,8 +7,9 @@ Example block::
       cpu_budget_s: 3600      # probes that train+evaluate on CPU within this need no GPU
 
 The run names come from ``telemetry.runs`` and the probe names from ``train.probes`` of the
-same params file; both are read as plain names, so the report never depends on how other
-stages validate their own blocks.
+same params file, whether the cohort is synthetic from ``cohort.source``; the run named
+``demo`` is the demo_run stage's synthetic run when params has a ``demo`` block. All are read
+as plain values, so the report never depends on how other stages validate their own blocks.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from rightsize.params import load_params, parse, require
 from rightsize.probe_registry import PROBES
 
 DEFAULT_PROBES = PROBES           # the registry's, in pipeline order
+DEMO_RUN = "demo"                 # the run the demo_run stage generates (synthetic, planted truth)
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,13 @@ class ReportSettings:
     runs: tuple[str, ...] | None   # None: telemetry.runs absent, discover runs from the files
     probes: tuple[str, ...]
     seeds: int = 1                 # train.seeds: replicas per probe the pipeline trains
+    cohort_source: str = "synthetic"   # cohort.source: synthetic (a planted signal) | files
+    synthetic_runs: tuple[str, ...] = ()   # runs the demo_run stage generated (not a real run)
+
+    @property
+    def synthetic_cohort(self) -> bool:
+        """True when the probes were trained on the generated cohort, not a user's files."""
+        return self.cohort_source == "synthetic"
 
 
 def load_settings(path: str | Path) -> ReportSettings:
@@ -73,4 +82,9 @@ def load_settings(path: str | Path) -> ReportSettings:
     seeds = train.get("seeds", 1) if isinstance(train, dict) else 1
     if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 1:
         raise ParamsError(f"{path}: train.seeds: expected an integer >= 1, got {seeds!r}")
-    return ReportSettings(config=config, runs=runs, probes=probes, seeds=seeds)
+    cohort = data.get("cohort")
+    source = cohort.get("source", "synthetic") if isinstance(cohort, dict) else "synthetic"
+    # demo_run writes its synthetic run to data/telemetry/demo (dvc.yaml) when params has `demo`
+    demo = (DEMO_RUN,) if "demo" in data and (runs is None or DEMO_RUN in runs) else ()
+    return ReportSettings(config=config, runs=runs, probes=probes, seeds=seeds,
+                          cohort_source=str(source), synthetic_runs=demo)

@@ -6,7 +6,7 @@ blocks is plain (renderers escape it); figures carry their PNG bytes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 @dataclass(frozen=True)
@@ -16,6 +16,7 @@ class Heading:
     text: str
     level: int = 2
     anchor: str = ""
+    nav: str = ""                 # short label in the HTML table of contents (else ``text``)
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,20 @@ def table(header: list[str] | tuple[str, ...], rows: list[list[str]] | list[tupl
     """Build a :class:`Table` from lists (cells converted to ``str``)."""
     return Table(tuple(str(h) for h in header),
                  tuple(tuple(str(c) for c in r) for r in rows), caption)
+
+
+def labelled(blocks: list[Block], label: str) -> list[Block]:
+    """``blocks`` with ``label`` leading every figure's title and caption and every table's
+    caption, so each still says what its data are when read on its own."""
+    out: list[Block] = []
+    for b in blocks:
+        if isinstance(b, Figure):
+            b = replace(b, title=f"{b.title} ({label.lower()})",
+                        caption=f"{label}. {b.caption}".strip())
+        elif isinstance(b, Table):
+            b = replace(b, caption=f"{label}. {b.caption}".strip())
+        out.append(b)
+    return out
 
 
 def slug(text: str) -> str:

@@ -70,7 +70,7 @@ def _figure(f: Figure) -> str:
 
 
 def _nav(blocks: Sequence[Block]) -> str:
-    links = [f'<a href="#{esc(b.anchor)}">{esc(b.text)}</a>' for b in blocks
+    links = [f'<a href="#{esc(b.anchor)}">{esc(b.nav or b.text)}</a>' for b in blocks
              if isinstance(b, Heading) and b.level == 2 and b.anchor]
     return f"<nav>{''.join(links)}</nav>" if links else ""
 

@@ -14,21 +14,34 @@ from typing import Any
 from rightsize import fmt
 from rightsize.fmt import as_float, get, num
 from rightsize.reporting import figures
-from rightsize.reporting.doc import Block, Bullets, Heading, Note, Para, slug, table
+from rightsize.reporting.doc import Block, Bullets, Heading, Note, Para, labelled, slug, table
 from rightsize.reporting.load import ReportInputs, Source
 from rightsize.reporting.sections_account import account_blocks
 
 MAX_DAMAGE_ITEMS = 20
 
 
-def run_sections(inputs: ReportInputs) -> list[Block]:
-    """All rescued-run sections, one per run named in ``telemetry.runs``."""
-    blocks: list[Block] = [Heading("Rescued runs", 2, "runs")]
+SYNTHETIC_RUN_NOTE = ("Synthetic: the demo_run stage generated this run's event files (a "
+                      "preempted 8-GPU run with planted truth in "
+                      "data/telemetry/demo.truth.json) to show what rightsize reads from a real "
+                      "one. Its hosts, times, hours and GPU-hours describe no real training; "
+                      "point rightsize at your own run (rightsize rescue) for yours.")
+
+
+def run_sections(inputs: ReportInputs, synthetic: tuple[str, ...] = ()) -> list[Block]:
+    """All rescued-run sections, one per run named in ``telemetry.runs``; the runs named in
+    ``synthetic`` (the demo_run stage's) are labelled synthetic in heading and captions."""
+    blocks: list[Block] = [Heading("Telemetry: rescued training runs", 2, "runs", "Telemetry")]
     if not inputs.runs:
         blocks.append(Note("No rescued runs: telemetry.runs in params.yaml names none and "
                            "metrics/telemetry holds no run files."))
     for run in inputs.runs:
-        blocks += run_section(run, inputs.telemetry[run], inputs.val_csv[run])
+        section = run_section(run, inputs.telemetry[run], inputs.val_csv[run])
+        if run in synthetic:
+            head = Heading(f"Run {run} (synthetic demo run)", 3, f"run-{slug(run)}")
+            section = [head, Note(SYNTHETIC_RUN_NOTE),
+                       *labelled(section[1:], "Synthetic demo run")]
+        blocks += section
     return blocks
 
 
