@@ -20,6 +20,7 @@ from rightsize import console
 log = logging.getLogger(__name__)
 
 MISSING = "missing"
+DETECTION = "benchmarks/results/token_detection.json"   # beside the metrics folder, committed
 OK = "ok"
 
 
@@ -62,6 +63,8 @@ class ReportInputs:
     token_cost: Source = Source(Path("metrics/token_cost.json"))
     extract: Source = Source(Path("metrics/extract.json"))
     ceiling: Source = Source(Path("metrics/eval/fused_ceiling.json"))   # planted-token oracle
+    compare: Source = Source(Path("metrics/fused_vs_concat.json"))      # paired by seed
+    detection: Source = Source(Path(DETECTION))                         # committed table
 
     def statuses(self) -> dict[str, str]:
         """``{display path: status}`` for every file looked at."""
@@ -72,7 +75,7 @@ class ReportInputs:
             for src in group.values():
                 out[str(src.path)] = src.status
         for src in (self.footprint, self.sizing, self.cohort, self.seeds, self.token_cost,
-                    self.extract, self.ceiling):
+                    self.extract, self.ceiling, self.compare, self.detection):
             if src is not None:
                 out[str(src.path)] = src.status
         return out
@@ -125,7 +128,8 @@ def _to_float(text: str) -> float:
 
 def load_inputs(metrics_dir: Path, runs: tuple[str, ...] | None, probes: tuple[str, ...],
                 seeds_json: Path | None = None) -> ReportInputs:
-    """Read every metrics file under ``metrics_dir`` the report knows about.
+    """Read every metrics file under ``metrics_dir`` the report knows about, and the
+    committed detection table beside it (``<metrics_dir>/../`` :data:`DETECTION`).
 
     ``runs=None`` discovers run names from ``metrics_dir/telemetry/*.json`` (probe logs
     excluded). Files are shown as ``<metrics dir name>/<relative path>`` in the report.
@@ -166,6 +170,8 @@ def load_inputs(metrics_dir: Path, runs: tuple[str, ...] | None, probes: tuple[s
         token_cost=js("token_cost.json"),
         extract=js("extract.json"),
         ceiling=js("eval/fused_ceiling.json"),
+        compare=js("fused_vs_concat.json"),
+        detection=read_json(metrics_dir.parent / DETECTION, Path(DETECTION)),
     )
     log.debug("report inputs: %s", inputs.statuses())
     return inputs
