@@ -18,7 +18,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -111,20 +111,31 @@ def _row(entry: Mapping[str, Any], is_baseline: bool) -> ExpRow:
     )
 
 
-def parse_exp_show(records: Sequence[Mapping[str, Any]]) -> list[ExpRow]:
-    """Baseline commit plus its finished experiments from ``dvc exp show --json`` output.
+def parse_exp_show(records: Sequence[Mapping[str, Any]],
+                   baseline: str = "workspace") -> list[ExpRow]:
+    """Baseline plus the finished experiments of the HEAD commit from ``dvc exp show --json``.
 
-    The workspace row is skipped, as are experiments that failed, are queued or running,
-    or carry an error (DVC reports a failed experiment with its baseline's metrics).
-    Only the first commit entry is used (``dvc exp show`` lists HEAD first).
+    ``baseline="workspace"`` (the default) takes the baseline row's numbers from the
+    workspace, the files the report reads: after ``dvc repro`` on another CPU they can differ
+    from HEAD's committed ones. ``baseline="head"`` takes HEAD's committed numbers. An
+    experiment that failed, is queued or running, or carries an error is left out (DVC reports
+    a failed experiment with its baseline's metrics). Only the first commit entry is used
+    (``dvc exp show`` lists HEAD first).
     """
     if not isinstance(records, Sequence) or isinstance(records, str | bytes):
         raise DvcError("dvc exp show --json: expected a JSON list")
-    commits = [r for r in records if isinstance(r, Mapping) and r.get("rev") != "workspace"]
+    if baseline not in ("workspace", "head"):
+        raise InputError(f"--baseline: expected workspace or head, got {baseline!r}")
+    entries = [r for r in records if isinstance(r, Mapping)]
+    commits = [r for r in entries if r.get("rev") != "workspace"]
     if not commits:
         return []
     base = commits[0]
     rows = [] if base.get("error") else [_row(base, True)]
+    work = next((r for r in entries if r.get("rev") == "workspace"), None)
+    if baseline == "workspace" and rows and work is not None and not work.get("error") \
+            and (work.get("data") or {}).get("metrics"):
+        rows = [replace(_row(work, True), name="workspace", rev=rows[0].rev)]
     for group in base.get("experiments") or []:
         executor = group.get("executor") or {}
         state = executor.get("state") if isinstance(executor, Mapping) else None
@@ -162,6 +173,18 @@ def summarize(rows: Iterable[ExpRow],
             max=float(arr.max()),
         )
     return out
+
+
+def baseline_moved(records: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Metric keys whose workspace value differs from HEAD's committed one (``dvc repro`` on
+    another CPU moves timings always, and float-rounded model metrics within the seed
+    spread)."""
+    head = parse_exp_show(records, "head")
+    work = parse_exp_show(records, "workspace")
+    if not head or not work or work[0].name != "workspace":
+        return []
+    a, b = head[0].metrics, work[0].metrics
+    return sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
 
 
 def varying_params(rows: Sequence[ExpRow]) -> list[str]:

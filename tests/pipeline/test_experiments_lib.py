@@ -141,3 +141,34 @@ def test_queue_output_parsers():
     log = "Running stage 'x':\nrightsize: error: k: bad\nERROR: failed to reproduce 'x'\n"
     assert ex.failure_line(log) == "rightsize: error: k: bad"
     assert ex.failure_line("ERROR: a\nERROR: b\nwarning") == "ERROR: b"
+
+
+@pytest.mark.slow
+def test_seeds_baseline_is_the_workspace_the_report_reads(tmp_path, pipeline_env):
+    """After `dvc repro` moved a metric (another CPU), `seeds` reads the workspace's file,
+    as the report does; --baseline head reads the committed one (issue 44)."""
+    root = tmp_path / "toy"
+    root.mkdir()
+    (root / "stage.py").write_text(STAGE)
+    (root / "params.yaml").write_text("train:\n  seed: 0\n")
+    (root / "dvc.yaml").write_text(
+        "stages:\n  train:\n    cmd: python stage.py\n    deps: [stage.py]\n"
+        "    params: [train]\n    outs: [out]\n"
+        "    metrics:\n      - metrics.json:\n          cache: false\n")
+    git(root, pipeline_env, "init", "-q")
+    dvc(root, pipeline_env, "init", "-q")
+    dvc(root, pipeline_env, "repro")
+    commit_all(root, pipeline_env, "toy")
+    moved = {"test": {"mae": 1.125, "mae_lo": 0.5}}          # what the workspace now holds
+    (root / "metrics.json").write_text(json.dumps(moved))
+    out = tmp_path / "seeds.json"
+    proc = run(["rightsize", "seeds", "--json", str(out)], root, pipeline_env)
+    summary = json.loads(out.read_text())
+    assert summary["metrics"]["metrics.json:test.mae"]["mean"] == 1.125
+    assert summary["rows"][0]["name"] == "workspace" and summary["rows"][0]["baseline"]
+    assert "differ from HEAD's in 1 keys (e.g. metrics.json:test.mae)" in proc.stderr
+    run(["rightsize", "seeds", "--baseline", "head", "--json", str(out)], root, pipeline_env)
+    committed = json.loads(dvc(root, pipeline_env, "exp", "show", "--json").stdout)
+    head = [r for r in committed if r["rev"] != "workspace"][0]
+    assert json.loads(out.read_text())["metrics"]["metrics.json:test.mae"]["mean"] == \
+        head["data"]["metrics"]["metrics.json"]["data"]["test"]["mae"] == 1.0

@@ -15,8 +15,10 @@ example:
   rightsize seeds --metrics-prefix metrics/headline/probes/
   rightsize seeds --json metrics-seeds.json
 
-Rows: the HEAD commit (baseline) and its finished experiments; failed, queued and
-running experiments are left out. sd is the sample standard deviation (n-1).
+Rows: the baseline and the HEAD commit's finished experiments; failed, queued and
+running experiments are left out. The baseline is the workspace (the metrics files the
+report reads), or HEAD's committed numbers with --baseline head; a line says when they
+differ (dvc repro on another CPU). sd is the sample standard deviation (n-1).
 """
 
 SWEEP_EPILOG = """\
@@ -47,6 +49,9 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                    help="keep metric keys starting with PREFIX (repeatable), "
                         "e.g. metrics/headline/probes/ or "
                         "metrics/headline/probes/fused.json:fused.test")
+    p.add_argument("--baseline", choices=("workspace", "head"), default="workspace",
+                   help="the baseline row: the workspace's metrics files, as the report "
+                        "reads them (default), or HEAD's committed ones")
     p.set_defaults(func=run_seeds)
 
     q = sub.add_parser(
@@ -125,7 +130,14 @@ def run_seeds(args: argparse.Namespace) -> int:
     """``rightsize seeds``: mean ± sd per metric across HEAD and its experiments."""
     from rightsize import experiments as ex
 
-    rows = ex.parse_exp_show(ex.exp_show())
+    records = ex.exp_show()
+    rows = ex.parse_exp_show(records, args.baseline)
+    moved = ex.baseline_moved(records)
+    if moved:
+        used = "the workspace's, as the report reads" if args.baseline == "workspace" \
+            else "HEAD's (--baseline head); the report reads the workspace's"
+        console.info(f"the workspace's metrics differ from HEAD's in {len(moved)} keys (e.g. "
+                     f"{moved[0]}): the baseline row uses {used}")
     summary = ex.summarize(rows, tuple(args.metrics_prefix))
     if rows and not summary:
         raise InputError(f"no numeric metric matches --metrics-prefix {args.metrics_prefix}")
