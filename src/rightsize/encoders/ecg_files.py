@@ -3,8 +3,9 @@
 A record is read whole, in physical units (mV), and its leads are picked **by name** in the
 standard order :data:`LEADS` (I, II, III, aVR, aVL, aVF, V1-V6), whatever order the file stores
 them in (MIMIC-IV-ECG stores aVF before aVL). Names match case-insensitively. A record that
-cannot be read, lacks a standard lead, names one twice or holds NaN raises :class:`BadRecord` naming the record
-and the reason; the caller decides whether that stops the run.
+cannot be read, lacks a standard lead, names one twice or holds NaN raises
+:class:`BadRecord` naming the record and the reason; the caller decides whether that stops
+the run. :func:`record_files` lists the files a record is made of (its identity on rerun).
 
 :func:`write_ecg` writes a record the way MIMIC-IV-ECG stores one (format 16, 12 leads, the
 MIMIC lead order), so the encoder bench, the demo corpus and the tests read what a real run
@@ -97,6 +98,42 @@ def read_ecg(path: Path | str, name: str | None = None) -> EcgRecord:
         lead = LEADS[int(np.flatnonzero(np.isnan(signal).any(axis=1))[0])]
         raise BadRecord(label, "NaN", f"lead {lead} holds NaN samples")
     return EcgRecord(signal, float(rec.fs))
+
+
+def record_files(path: Path | str) -> list[Path]:
+    """The files WFDB record ``path`` (no extension) is made of: its ``.hea`` and the signal
+    files its header names (each segment's header and signal files for a multi-segment
+    record), in header order, without repeats. A header that cannot be read or parsed gives
+    what was found so far (its own identity still changes when it is fixed)."""
+    return _record_files(Path(f"{path}.hea"), nested=False)
+
+
+def _record_files(hea: Path, nested: bool) -> list[Path]:
+    files = [hea]
+    try:
+        text = hea.read_text(encoding="latin-1")
+    except OSError:
+        return files
+    lines = [x.split() for x in text.splitlines() if x.strip() and not x.lstrip().startswith("#")]
+    if not lines:
+        return files
+    head = lines[0]
+    try:
+        if "/" in head[0]:                                    # name/segments: multi-segment
+            if nested:
+                return files
+            for line in lines[1:1 + int(head[0].split("/")[1])]:
+                if line[0] != "~":                            # "~": a gap, no file
+                    files += [f for f in _record_files(hea.parent / f"{line[0]}.hea", True)
+                              if f not in files]
+            return files
+        for line in lines[1:1 + int(head[1])]:
+            f = hea.parent / line[0]
+            if line[0] != "~" and f not in files:
+                files.append(f)
+    except (IndexError, ValueError):
+        pass
+    return files
 
 
 def write_ecg(path: Path, signal_mv: np.ndarray, fs: float,

@@ -24,7 +24,14 @@ import json
 from pathlib import Path
 from typing import Any
 
-from rightsize.encoders.models import HUBERT_SIZES, EcgGeometry, build_model, make_spec
+from rightsize.encoders.models import (
+    CONV_KERNELS,
+    CONV_STRIDES,
+    HUBERT_SIZES,
+    EcgGeometry,
+    build_model,
+    make_spec,
+)
 from rightsize.errors import DataError, InputError
 
 PREFIXES = ("hubert_ecg.", "hubert.", "model.")
@@ -69,13 +76,18 @@ def weight_files(folder: Path) -> list[Path]:
 
 
 def weights_identity(size: str, weights: Path | None, seed: int) -> dict[str, Any]:
-    """What identifies the weights (files and their SHA-256, or the seed) and what the
-    features may be used for; no torch needed."""
+    """What identifies the weights (files and their SHA-256, or the seed), the model config
+    (``config.json``'s SHA-256, or the built-in size) and what the features may be used
+    for; no torch needed."""
+    built_in = f"built-in HuBERT-ECG {size} {HUBERT_SIZES[size]}, conv kernels " \
+               f"{list(CONV_KERNELS)}, strides {list(CONV_STRIDES)}"
     if weights is None:
-        return {"weights": None, "seed": seed, "files": None,
+        return {"weights": None, "seed": seed, "files": None, "model_config": built_in,
                 "features": RANDOM_NOTE.format(seed=seed)}
+    config = weights / "config.json"
     return {"weights": str(weights), "seed": None,
             "files": {f.name: _sha256(f) for f in weight_files(weights)},
+            "model_config": f"config.json {_sha256(config)}" if config.is_file() else built_in,
             "features": f"HuBERT-ECG {size} weights from {weights}"}
 
 

@@ -1,8 +1,11 @@
 """Plan a run (which shards are still to do) and run it on local worker processes.
 
 The plan looks at every shard of this task's range (all shards without ``--task``): a shard
-already done under the same fingerprint is kept, anything else (missing, damaged, written
-under other settings or weights) is redone. Workers are processes, each with the model built
+already done under the same fingerprint and from the same inputs is kept, anything else
+(missing, damaged, edited, written under other settings, weights or preprocessing, or from
+a list row or record file that has changed since) is redone. A kept shard's bad records are
+read and preprocessed again on every run: one that is now good, or bad for another reason,
+makes the shard redone. Workers are processes, each with the model built
 once and torch on ``threads_per_worker`` threads; shards go to them in order. The first bad
 record (without ``skip_bad``) stops the run: shards already being written finish, nothing
 written is lost, and :class:`~rightsize.errors.DataError` names the record.
@@ -20,7 +23,7 @@ from typing import Any
 from rightsize.errors import DataError
 from rightsize.extraction.config import ExtractConfig
 from rightsize.extraction.records import RecordList, shard_count, task_shards
-from rightsize.extraction.shards import SHARDS, ShardFile, fingerprint, read_done, shard_stem
+from rightsize.extraction.shards import SHARDS, ShardFile, fingerprint, shard_stem, stale_reason
 
 
 @dataclass
@@ -35,6 +38,7 @@ class Plan:
     mine: range                         # this task's range
     done: dict[int, ShardFile] = field(default_factory=dict)
     todo: list[int] = field(default_factory=list)
+    why: dict[int, str] = field(default_factory=dict)   # why each shard to do is redone
 
     @property
     def want(self) -> dict[str, Any]:
@@ -57,8 +61,9 @@ class RunStats:
 
 
 def make_plan(cfg: ExtractConfig, records: RecordList, out: Path,
-              task: tuple[int, int] | None) -> Plan:
-    """Which shards of this task's range are done and which are to do."""
+              task: tuple[int, int] | None, verify_inputs: bool = False) -> Plan:
+    """Which shards of this task's range are done and which are to do (``verify_inputs``:
+    compare the record files' SHA-256, not only their size and ``mtime_ns``)."""
     from rightsize.encoders.weights import weights_identity
 
     identity = weights_identity(cfg.size, Path(cfg.weights) if cfg.weights else None, cfg.seed)
@@ -66,9 +71,13 @@ def make_plan(cfg: ExtractConfig, records: RecordList, out: Path,
     mine = task_shards(*task, n) if task else range(n)
     plan = Plan(cfg, records, out, identity, n, mine)
     for s in mine:
-        found = read_done(out, s, records, cfg, plan.want)
+        found, why = stale_reason(out, s, records, cfg, plan.want, verify_inputs)
+        if found is not None and found.errors:
+            why = _bad_records_changed(found, records, cfg)
+            found = None if why else found
         if found is None:
             plan.todo.append(s)
+            plan.why[s] = why
         else:
             plan.done[s] = found
     _remove_temporaries(out, plan.todo)
@@ -76,6 +85,30 @@ def make_plan(cfg: ExtractConfig, records: RecordList, out: Path,
         for name in ("SHA256SUMS", "index.parquet", "extract.json", "errors.csv"):
             (out / name).unlink(missing_ok=True)
     return plan
+
+
+def _bad_records_changed(found: ShardFile, records: RecordList, cfg: ExtractConfig) -> str:
+    """Why a kept shard's bad records no longer hold (one now good, or bad for another
+    reason), or "" when each is still bad as recorded: they are tried again, every run."""
+    from rightsize.encoders.ecg_files import BadRecord
+    from rightsize.encoders.preprocess import model_input
+    from rightsize.extraction.records import shard_rows
+    from rightsize.extraction.worker import geometry_of
+
+    rows = {records.study_id[r]: r
+            for r in shard_rows(found.shard, len(records), cfg.shard_records)}
+    for e in found.errors:
+        row = rows.get(e.get("study_id", ""))
+        if row is None:
+            return f"bad record {e.get('study_id')} is not in the shard's list rows"
+        try:
+            model_input(records.file(row), geometry_of(cfg), records.path[row])
+        except BadRecord as bad:
+            if (bad.reason, bad.detail) != (e.get("reason"), e.get("detail")):
+                return f"{records.path[row]}: now {bad.reason} (was {e.get('reason')})"
+            continue
+        return f"{records.path[row]}: bad before, readable now"
+    return ""
 
 
 def _remove_temporaries(out: Path, todo: list[int]) -> None:

@@ -154,13 +154,15 @@ def run_shard(state: WorkerState, shard: int) -> ShardFile:
     """Read, preprocess, encode and write ``shard``; raises :class:`StopOnBadRecord` on the
     first bad record unless ``skip_bad`` (then its errors are kept in the shard's record)."""
     from rightsize.encoders.preprocess import model_input
+    from rightsize.extraction.inputs import record_inputs
 
     cfg, records = state.cfg, state.records
     geometry = geometry_of(cfg)
     t0 = time.perf_counter()
-    rows, inputs, errors, stored_fs = [], [], [], []
+    rows, inputs, errors, stored_fs, made_from = [], [], [], [], []
     for row in shard_rows(shard, len(records), cfg.shard_records):
         name = records.path[row]
+        made_from.append(record_inputs(records, row))       # before reading: never newer
         try:
             x, fs = model_input(records.file(row), geometry, name)
             inputs.append(x)
@@ -187,7 +189,7 @@ def run_shard(state: WorkerState, shard: int) -> ShardFile:
     crops = cfg.crops_per_record
     per_record = [a.reshape(len(rows), crops * a.shape[1], a.shape[2]) for a in layers]
     written = write_shard(state.out, shard, cfg, records, rows, per_record, errors,
-                          stored_fs, state.provenance)
+                          stored_fs, state.provenance, made_from)
     state.times["write_s"] += time.perf_counter() - t1
     if state.events is not None:
         state.events.flush()

@@ -66,6 +66,9 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--skip-bad", action="store_true", default=None,
                    help="list bad records in errors.csv and go on (default: extract.skip_bad; "
                         "otherwise the first bad record stops the run, exit 4)")
+    p.add_argument("--verify-inputs", action="store_true",
+                   help="on a rerun, compare each record file's SHA-256 with the one its "
+                        "shard was made from (default: size and modification time)")
     p.add_argument("--executor", choices=("local", "slurm"), default=None,
                    help="local worker processes (default) or a Slurm array job")
     p.add_argument("--dry-run", action="store_true",
@@ -199,7 +202,7 @@ def _run(args: argparse.Namespace, cfg: Any, records: Any, task: tuple[int, int]
 
     out, events = Path(args.out), Path(args.events) if args.events else None
     start = time.perf_counter()
-    plan = make_plan(cfg, records, out, task)
+    plan = make_plan(cfg, records, out, task, getattr(args, "verify_inputs", False))
     workers = min(default_workers(cfg), max(len(plan.todo), 1))
     shard_sizes = tuple(len(range(s * cfg.shard_records,
                                   min((s + 1) * cfg.shard_records, len(records))))
