@@ -53,6 +53,7 @@ def ask(cfg: SizingConfig, scenarios: dict[str, Any], jobs: Jobs, free: int | No
     gtype = None if any(rows[m]["gpu_measured"] for m in models) else cfg.estimate.gpu
     return {
         "scenario": cfg.ask.scenario, "models": models,
+        "omitted": [m for m in cfg.ask.models if m not in rows],
         "records": {m: rows[m]["records"] for m in models},
         "sources": {m: rows[m]["source"] for m in models},
         "storage_bytes": storage,

@@ -117,6 +117,12 @@ def _span(j: dict[str, Any] | None) -> str:
         format_duration(j["wall_s_low"], j["wall_s_high"])
 
 
+def _omitted(a: dict[str, Any]) -> str:
+    """``; left out: echo (no records in paired_cohort)`` for ask models with no count."""
+    left = a.get("omitted") or []
+    return (f"; left out: {', '.join(left)} (no records in {a['scenario']})" if left else "")
+
+
 def ask_sentence(result: dict[str, Any]) -> tuple[str, str]:
     """(short answer, sentence): the option the ask's rule picked, then the rest."""
     a, hw = result["ask"], result["hardware"]
@@ -131,7 +137,8 @@ def ask_sentence(result: dict[str, Any]) -> tuple[str, str]:
     geometry = _geometry(result, models)
     tail = (f"({a['scenario']}: {records_words(result, a['scenario'], models)}; "
             f"{'; '.join(kept_words(rows[m]) for m in models)}"
-            f"{'; ' + geometry if geometry else ''}; {deadline}; {fits_words(result, a)})")
+            f"{'; ' + geometry if geometry else ''}; {deadline}; {fits_words(result, a)}"
+            f"{_omitted(a)})")
     load = _load(result, models)
     shards = f"{format_bytes(a['storage_bytes'])} of {dtype} shards"
     cpu, opt = a["cpu"], a["option"]

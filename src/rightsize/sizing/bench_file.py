@@ -35,7 +35,7 @@ def check_rate(block: dict[str, Any], key: str, where: str, required: bool = Fal
                 raise DataError(f"{where}: {k} missing (a rate is needed)")
             continue
         if not _number(v) or not math.isfinite(v) or v <= 0:
-            raise DataError(f"{where}: {k} must be a positive finite rate, got {v!r}")
+            raise DataError(f"{where}: {k} must be a positive rate, got {v!r}")
         values[k] = float(v)
     lo, hi = values.get(f"{key}_min"), values.get(f"{key}_max")
     if lo is not None and hi is not None and lo > hi:

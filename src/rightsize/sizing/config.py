@@ -227,7 +227,7 @@ class DiskConfig:
     """
 
     path: str
-    quota: str | float | None = None
+    quota: Any = None                # "2TB", "500GiB" or a number of bytes; null = none
     write_mb: int = 256
     shard_mb: int = 64
     format: str = "npy"
@@ -240,6 +240,13 @@ class DiskConfig:
                     f"must be a positive integer, got {getattr(self, name)!r}")
         require(self.shard_mb <= self.write_mb, f"{key}.shard_mb",
                 f"must be <= write_mb ({self.write_mb}), got {self.shard_mb}")
+        if self.quota is not None:
+            from rightsize.sizing.units import parse_size
+
+            require(isinstance(self.quota, str | int | float), f"{key}.quota",
+                    f"expected a size such as 2TB, 500GiB or a number of bytes, got "
+                    f"{self.quota!r}")
+            parse_size(self.quota, f"{key}.quota")
         require_one_of(self.format, SHARD_FORMATS, f"{key}.format", "shard format")
 
 
@@ -348,8 +355,19 @@ class SizingConfig:
                         f"unknown model (known: {', '.join(self.models)})")
         require_one_of(self.ask.scenario, [PAIRED, *self.scenarios], f"{key}.ask.scenario",
                        "scenario")
+        require(bool(self.ask.models), f"{key}.ask.models", "must name at least one model")
         for m in self.ask.models:
             require_one_of(m, list(self.models), f"{key}.ask.models", "model")
+        twice = sorted({m for m in self.ask.models if self.ask.models.count(m) > 1})
+        require(not twice, f"{key}.ask.models",
+                f"names {', '.join(twice)} more than once (each model is added up once)")
+        counts = self.scenarios.get(self.ask.scenario)
+        if counts is not None:
+            missing = [m for m in self.ask.models if m not in counts]
+            require(not missing, f"{key}.ask.models",
+                    f"{', '.join(missing)} has no count in scenario {self.ask.scenario} "
+                    f"({key}.scenarios.{self.ask.scenario} counts {', '.join(counts)}): add "
+                    f"its count there or leave it out of the ask")
         require(math.isfinite(self.deadline_h) and self.deadline_h > 0, f"{key}.deadline_h",
                 f"must be a positive number of hours, got {self.deadline_h!r}")
         require(isinstance(self.margin, int | float) and math.isfinite(self.margin)

@@ -77,11 +77,9 @@ def _read_json(path: Path) -> dict[str, Any]:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise DataError(f"{path}: not valid JSON: {exc}") from None
-    for key in ("family", "size", "tokens_per_record", "hidden_size", "hidden_states",
-                "flops_per_record", "device", "hardware"):
-        if not isinstance(data, dict) or key not in data:
-            raise DataError(f"{path}: not an encoder bench file (missing key {key})")
-    return data
+    from rightsize.sizing.bench_file import check_bench
+
+    return check_bench(data, str(path))
 
 
 def paired_counts(manifest: Path, benches: dict[str, dict[str, Any]]) -> dict[str, Any]:
