@@ -181,6 +181,24 @@ def file_digests(root: Path, rel_paths: Iterable[str]) -> dict[str, str]:
     return out
 
 
+#: Stages that run on every repro (``always_changed``): the machine fingerprint. DVC names
+#: them in every ``status`` and ``repro``; :func:`dvc_status` and :func:`repro_stages` leave
+#: them out (their effect shows downstream: a changed fingerprint marks the measuring stages).
+ALWAYS_CHANGED = ("machine",)
+
+
 def repro_stages(output: str) -> list[str]:
-    """Stage names DVC says it would run / ran (``Running stage 'x':``)."""
-    return re.findall(r"Running stage '([^']+)'", output)
+    """Stage names DVC says it would run / ran (``Running stage 'x':``), the always-changed
+    stages (:data:`ALWAYS_CHANGED`) left out."""
+    return [s for s in re.findall(r"Running stage '([^']+)'", output)
+            if s not in ALWAYS_CHANGED]
+
+
+def dvc_status(cwd: Path, env: Mapping[str, str]) -> dict[str, Any]:
+    """``dvc status --json`` without the always-changed stages, each checked to be listed
+    for that reason alone."""
+    status = json.loads(dvc(cwd, env, "status", "--json").stdout)
+    for name in ALWAYS_CHANGED:
+        entry = status.pop(name, ["always changed"])
+        assert entry == ["always changed"], f"{name}: {entry}"
+    return status

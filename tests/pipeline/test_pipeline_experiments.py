@@ -13,6 +13,7 @@ from pipeline_helpers import (
     REPO,
     copy_project,
     dvc,
+    dvc_status,
     file_digests,
     git,
     repro_stages,
@@ -83,7 +84,7 @@ def test_exp_push_then_pull_in_another_clone_restores_the_same_results(
     assert "models/fused" in outs and "data/manifest.parquet" in outs
     assert file_digests(clone_b, outs) == file_digests(clone_a, outs)
     assert file_digests(clone_b, ["metrics"]) == file_digests(clone_a, ["metrics"])
-    assert json.loads(dvc(clone_b, pipeline_env, "status", "--json").stdout) == {}
+    assert dvc_status(clone_b, pipeline_env) == {}
 
 
 def test_queued_seed_sweep_and_seeds_summary(project, pipeline_env, tmp_path):

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import torch
 import yaml
-from pipeline_helpers import dvc, git, repro_stages, run, set_params
+from pipeline_helpers import dvc, dvc_status, git, repro_stages, run, set_params
 from safetensors.torch import load_file
 
 pytestmark = pytest.mark.slow
@@ -108,7 +108,7 @@ def test_killed_repro_leaves_no_partial_outputs_and_recovers(project, pipeline_e
     assert {"train@fused", "probe_telemetry@fused", "footprint"} <= ran
     assert not ran & {"cohort", "demo_run", "telemetry@demo", "train@ecg", "train@echo",
                       "train@concat"}
-    assert json.loads(dvc(project, pipeline_env, "status", "--json").stdout) == {}
+    assert dvc_status(project, pipeline_env) == {}
     assert json.loads((project / "metrics/train/fused.json").read_text())["epochs"] == 4
     # the evaluation written by the same stage describes the new model, not the killed one
     assert json.loads((project / "metrics/eval/fused.json").read_text())["epochs"] == 4

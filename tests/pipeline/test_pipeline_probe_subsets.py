@@ -12,7 +12,7 @@ import json
 
 import pytest
 import yaml
-from pipeline_helpers import dvc, git, load_json, repro_stages, tiny_clone
+from pipeline_helpers import dvc, dvc_status, git, load_json, repro_stages, tiny_clone
 
 pytestmark = pytest.mark.slow
 
@@ -25,7 +25,7 @@ def test_repro_with_a_subset_of_probes(tmp_path, pipeline_env, shared_dvc_cache,
                       {"train.probes": probes, "train.telemetry_probes": logged})
     dvc(proj, pipeline_env, "cache", "dir", "--local", str(shared_dvc_cache))
     dvc(proj, pipeline_env, "repro")
-    assert json.loads(dvc(proj, pipeline_env, "status", "--json").stdout) == {}
+    assert dvc_status(proj, pipeline_env) == {}
 
     # The stages that exist follow the lists (dvc.lock may keep the committed default's
     # entries of other probes: DVC prunes no lock entry of a stage that is gone).

@@ -6,14 +6,13 @@ key-only auth, and a known_hosts entry for the server in a temporary HOME.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
-from pipeline_helpers import commit_all, dvc, file_digests, git, tracked_outs
+from pipeline_helpers import commit_all, dvc, dvc_status, file_digests, git, tracked_outs
 from sshd import find_sshd, start_sshd, write_known_hosts
 
 pytestmark = pytest.mark.slow
@@ -70,7 +69,7 @@ def _assert_same_outputs(project: Path, clone: Path, env: dict) -> None:
     assert any("tfevents" in f for f in want if f.startswith("data/probe_runs/fused/"))
     assert any(f.endswith(".safetensors") for f in want if f.startswith("models/fused/"))
     assert file_digests(clone, outs) == want
-    assert json.loads(dvc(clone, env, "status", "--json").stdout) == {}
+    assert dvc_status(clone, env) == {}
 
 
 def test_local_remote_roundtrip(project, tmp_path, pipeline_env):

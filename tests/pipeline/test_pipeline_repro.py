@@ -10,6 +10,7 @@ from pipeline_helpers import (
     PROBES,
     cached_outs,
     dvc,
+    dvc_status,
     git,
     metrics_show,
     repro_stages,
@@ -36,7 +37,7 @@ def _keys(data: dict, *needles: str) -> list[str]:
 
 
 def test_repro_is_clean_and_committed(built_project, pipeline_env):
-    status = json.loads(dvc(built_project, pipeline_env, "status", "--json").stdout)
+    status = dvc_status(built_project, pipeline_env)
     assert status == {}
     # Every output is either DVC-cached (git-ignored) or a committed metrics file.
     porcelain = git(built_project, pipeline_env, "status", "--porcelain").stdout
@@ -175,7 +176,7 @@ def test_plots_show_renders_curves(built_project, pipeline_env):
 )
 def test_param_change_invalidates_only_its_stages(project, pipeline_env, key, value, changed):
     set_params(project, {key: value})
-    status = json.loads(dvc(project, pipeline_env, "status", "--json").stdout)
+    status = dvc_status(project, pipeline_env)
     assert set(status) == changed
     for stage in changed:
         # DVC names the key as the stage declares it (train.fused for train.fused.epochs).
@@ -204,4 +205,4 @@ def test_gap_change_reruns_exactly_the_telemetry_stage(project, pipeline_env):
     after = json.loads((project / "metrics/telemetry/demo.json").read_text())
     assert after["gap_s"] == 0.5
     assert (project / "metrics/telemetry/demo.json").read_text() != before
-    assert json.loads(dvc(project, pipeline_env, "status", "--json").stdout) == {}
+    assert dvc_status(project, pipeline_env) == {}

@@ -13,6 +13,7 @@ from pipeline_helpers import (
     commit_all,
     copy_project,
     dvc,
+    dvc_status,
     metrics_show,
     repro_stages,
     run,
@@ -74,7 +75,7 @@ def test_rescued_run_gets_verified_and_costed(rescued, pipeline_env):
     assert cost["epoch_hours"] > 0
     assert cost["gpu_hours_per_epoch"] == pytest.approx(16 * cost["epoch_hours"])
     assert {"projection.e1_gpu_hours", "projection.e10_gpu_hours"} <= set(cost)
-    assert json.loads(dvc(proj, pipeline_env, "status", "--json").stdout) == {}
+    assert dvc_status(proj, pipeline_env) == {}
 
 
 def test_tampered_rescued_file_fails_verify_and_stops_downstream(project, pipeline_env):

@@ -70,6 +70,14 @@ def _run(cmd: list[str], cwd: Path, env: dict[str, str]) -> str:
     return proc.stdout
 
 
+def _status(proj: Path, env: dict[str, str]) -> dict:
+    """``dvc status --json`` less the machine stage, which runs on every repro
+    (``always_changed``) and is listed for that reason alone."""
+    status = json.loads(_run(["dvc", "status", "--json"], proj, env))
+    assert status.pop("machine", ["always changed"]) == ["always changed"], status
+    return status
+
+
 # Creates an empty stand-in for every stage output, so `dvc commit` can record the current
 # source hashes in dvc.lock without running the pipeline.
 _PLACEHOLDERS = """
@@ -115,7 +123,7 @@ def committed_copy(tmp_path: Path, pipeline_env: dict[str, str]) -> Path:
     _run(["git", "commit", "-qm", "copy"], proj, env)
     _run(["python", "-c", _PLACEHOLDERS], proj, env)
     _run(["dvc", "commit", "-f", "-q"], proj, env)
-    assert json.loads(_run(["dvc", "status", "--json"], proj, env)) == {}
+    assert _status(proj, env) == {}
     return proj
 
 
@@ -160,6 +168,52 @@ def test_editing_one_verb_marks_only_its_own_stages(committed_copy, pipeline_env
     proj, env = committed_copy, pipeline_env
     path = "src/rightsize/verbs/sizing.py"
     (proj / path).write_bytes((proj / path).read_bytes() + b"\n# touched by test_stage_deps\n")
-    status = json.loads(_run(["dvc", "status", "--json"], proj, env))
+    status = _status(proj, env)
     assert _marked(status, path) == {"sizing"}
     assert {stage.split("@")[0] for stage in status} == {"sizing"}, sorted(status)
+
+
+# The stages whose outputs hold a timing, rate, memory peak or free space (issue 41); a
+# foreach stage counts with every one of its items.
+MEASURING = ("cohort", "train", "token_cost_case", "encoder_bench", "footprint", "sizing",
+             "extract")
+MEASURING_DISK = ("footprint", "sizing", "extract")
+
+
+def _expanded(proj: Path, names: tuple[str, ...]) -> set[str]:
+    """Stage names as DVC lists them (``train@ecg``), foreach items from params.yaml."""
+    params = yaml.safe_load((proj / "params.yaml").read_text())
+    items = {"train": params["train"]["probes"], "token_cost_case": params["token_cost"]["tokens"],
+             "encoder_bench": list(params["encoder_bench"]["models"])}
+    return {f"{n}@{i}" for n in names for i in items.get(n, [])} | {
+        n for n in names if n not in items}
+
+
+@pytest.mark.slow
+def test_a_new_machine_reruns_exactly_the_stages_that_measure(committed_copy, pipeline_env):
+    proj, env = committed_copy, pipeline_env
+    _run(["dvc", "repro", "machine"], proj, env)        # this host's fingerprint, for real
+    _run(["dvc", "commit", "-f", "-q"], proj, env)      # ...and the measurements made here
+    first = (proj / "metrics/machine.json").read_bytes()
+    assert json.loads(first)["fingerprint"]["cpu"]["isa"]
+    # the same machine again: the same bytes, so nothing downstream is stale
+    assert "Running stage 'machine'" in _run(["dvc", "repro", "machine"], proj, env)
+    assert (proj / "metrics/machine.json").read_bytes() == first
+    assert _status(proj, env) == {}
+    # another host (the test-only salt joins the fingerprint): the measuring stages, and the
+    # report that reads every metrics file, and nothing else
+    _run(["dvc", "repro", "machine"], proj, {**env, "RIGHTSIZE_MACHINE_TEST_SALT": "elsewhere"})
+    status = _status(proj, env)
+    assert set(status) == _expanded(proj, MEASURING) | {"report"}, sorted(status)
+    for stage, entries in status.items():
+        changed = {d for e in entries if isinstance(e, dict) for d in e.get("changed deps", {})}
+        assert changed == ({"metrics"} if stage == "report" else {"metrics/machine.json"}), stage
+    # back on this host: clean; another filesystem under a measured path: the disk's stages
+    _run(["dvc", "repro", "machine"], proj, env)
+    assert _status(proj, env) == {}
+    disk = proj / "metrics/machine_disk.json"
+    moved = json.loads(disk.read_text())
+    moved["disks"][0]["fstype"] = "nfs4"
+    disk.write_text(json.dumps(moved))
+    status = json.loads(_run(["dvc", "status", "--json"], proj, env))  # machine: out changed
+    assert set(status) == _expanded(proj, MEASURING_DISK) | {"report", "machine"}
