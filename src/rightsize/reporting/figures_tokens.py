@@ -2,8 +2,8 @@
 
 * :func:`planted_attention`: per head of the fused probe's echo->ECG attention, the mean
   weight on the planted ECG event (``attention.echo_to_ecg`` of ``metrics/eval/fused.json``):
-  one bar per head for seed 0, a dot per head of every other seed, and uniform attention as
-  a dashed line;
+  one bar per head for seed 0 (the head its validation split chose hatched), a dot per head
+  of every other seed, and uniform attention as a dashed line;
 * :func:`token_cost`: the fused probe's train + evaluate seconds and peak RSS against the
   ECG token count (``metrics/token_cost.json``), extrapolated points drawn hollow.
 """
@@ -37,7 +37,11 @@ def planted_attention(node: Any) -> Figure | None:
               if k.startswith("r") and k[1:].isdigit() and k != "r0" and isinstance(node[k], dict)]
     heads = range(len(seed0))
     with _canvas() as (fig, ax):
-        ax.bar(list(heads), seed0, width=0.6, color="#1f77b4", label="seed 0")
+        bars = ax.bar(list(heads), seed0, width=0.6, color="#1f77b4", label="seed 0")
+        chosen = num(node, "best_head_val_index")
+        if chosen is not None and 0 <= int(chosen) < len(bars):
+            bars[int(chosen)].set(edgecolor="black", linewidth=2, hatch="//",
+                                  label="seed 0: the head validation chose")
         for i, values in enumerate(others):
             ax.plot([h + 0.15 * ((i % 4) - 1.5) for h in range(len(values))], values, "o",
                     color="#ff7f0e", markersize=5, alpha=0.8,
@@ -55,7 +59,8 @@ def planted_attention(node: Any) -> Figure | None:
                   png, "Per head, the mean attention weight of each echo clip on its subject's "
                        "planted ECG event's tokens (test subjects with an ECG, their present "
                        "clips); "
-                       "bars: seed 0; dots: the other seeds' heads (a head index means nothing "
+                       "bars: seed 0, hatched: the head its validation split chose (the one "
+                       "reported); dots: the other seeds' heads (a head index means nothing "
                        "across seeds); dashed: what uniform attention would give.")
 
 
