@@ -26,8 +26,9 @@ def test_truth_rows_follow_the_manifest(tmp_path: Path, small_config) -> None:
     table = pq.read_table(truth)
     assert table.schema.field("matched_clip").type == pa.int16()
     assert table.schema.field("planted_ecg_token").type == pa.int16()
-    assert json.loads(table.schema.metadata[TRUTH_KEY]) == {"ecg_tokens": 4, "ecg_events": 4,
-                                                            "seed": 0, "source": "synthetic"}
+    assert json.loads(table.schema.metadata[TRUTH_KEY]) == {
+        "ecg_tokens": 4, "ecg_events": 4, "ecg_event_leads": 12, "seed": 0,
+        "source": "synthetic"}
     x, t = load_arrays(out), load_truth(truth)
     assert isinstance(t, CohortTruth) and t.ecg_tokens == 4
     assert np.array_equal(t.subject_id, x.subject_id) and np.array_equal(t.split, x.split)

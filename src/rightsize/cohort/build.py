@@ -123,6 +123,7 @@ def build_manifest(cfg: CohortConfig, out: str | os.PathLike[str],
         about = {"source": cfg.source, "seed": cfg.seed, "ecg_tokens": int(source.ecg_tokens)}
         if source.planted_events is not None:       # only with planted tokens
             about["ecg_events"] = int(source.planted_events)
+            about["ecg_event_leads"] = int(cfg.ecg_event_leads)
         with outputs.file(truth) as staged:
             write_truth(staged, source.subject_id, source.split, matched, planted, about)
     size = outputs.staged(out).stat().st_size

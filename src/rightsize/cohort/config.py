@@ -14,6 +14,10 @@ Example block::
       ecg_dim: 768
       max_clips: 8             # 1 = pooled (one vector per study)
       ecg_tokens: 1            # 1 = pooled ECG; N > 1 = N tokens x ecg_dim per subject
+      ecg_events: 16           # synthetic, N > 1: events of the record (0: one per token)
+      ecg_event_leads: 12      # synthetic, HuBERT layout: leads an event is seen in
+      ecg_event_energy: split  # split | copy: event energy divided over its tokens, or copied
+      ecg_event_gain: 1.0      # amplitude of the event's ECG code and content
       row_group_size: 128
       ef_threshold: 40.0
       noise_sd: 5.0
@@ -35,6 +39,7 @@ from dataclasses import dataclass, field
 from rightsize.params import require
 
 SOURCES = ("synthetic", "files")
+ENERGIES = ("split", "copy")     # cohort.ecg_event_energy (rightsize.cohort.planted_tokens)
 MAX_ECG_TOKENS = 4096
 ROW_GROUP_BYTES = 16 * 2**20   # embedding bytes a row group holds at most (see rows_per_group)
 
@@ -82,6 +87,9 @@ class CohortConfig:
     max_clips: int = 8
     ecg_tokens: int | None = 1
     ecg_events: int = 16
+    ecg_event_leads: int = 12
+    ecg_event_energy: str = "split"
+    ecg_event_gain: float = 1.0
     row_group_size: int = 128
     ef_threshold: float = 40.0
     noise_sd: float = 5.0
@@ -107,6 +115,12 @@ class CohortConfig:
                     f"must be an integer in [1, {MAX_ECG_TOKENS}], got {self.ecg_tokens}")
         require(self.ecg_events == 0 or self.ecg_events >= 2, f"{key}.ecg_events",
                 f"must be 0 (one event per token) or at least 2, got {self.ecg_events}")
+        require(1 <= self.ecg_event_leads <= 12, f"{key}.ecg_event_leads",
+                f"must be an integer in [1, 12], got {self.ecg_event_leads}")
+        require(self.ecg_event_energy in ENERGIES, f"{key}.ecg_event_energy",
+                f"must be one of {', '.join(ENERGIES)}, got {self.ecg_event_energy!r}")
+        require(0.0 < self.ecg_event_gain <= 100.0, f"{key}.ecg_event_gain",
+                f"must be in (0, 100], got {self.ecg_event_gain}")
         total = self.splits.train + self.splits.val + self.splits.test
         require(total == self.n_subjects, f"{key}.splits",
                 f"train + val + test = {total} must equal n_subjects = {self.n_subjects}")

@@ -41,22 +41,28 @@ Token-level ECG (``ecg_tokens = N > 1``; :mod:`rightsize.cohort.planted_tokens`)
 Everything above is drawn as before (new RNG streams only), and three things are added:
 
 * The record is ``E`` *events* (``cohort.ecg_events``, default 16; ``E = N`` when that is
-  0 or not below ``N``): token ``t`` belongs to event ``e(t) = floor(t E / N)``, a run of
-  ``N/E`` consecutive tokens, so an event keeps its share of the record at any ``N``.
+  0 or not below ``N``). At ``N = 93 k`` (``k`` HuBERT-ECG crops) tokens are laid out as the
+  encoder lays them (:mod:`rightsize.cohort.token_layout`: lead after lead, 0.64 s of one
+  lead a token) and an event is a time window seen in ``cohort.ecg_event_leads`` leads: the
+  token of that window in each of those leads (``E`` at most 6 per crop, so that no two
+  share a token); at other ``N`` an event is a run of ``N/E`` consecutive tokens.
 * Event ``e`` has a *code* ``c_e``, a unit vector in R^r with ``r = min(E-1, 15)``: a regular
   simplex for ``E <= 16`` (every pair at cosine ``-1/(E-1)``), else the rows of a centred
   random tight frame scaled to unit length.
 * Per subject: the *planted event* ``e*_i`` uniform in {0..E-1}, and a content latent
   ``w_ie`` per event.
-* The ECG is ``N`` tokens; every token carries the subject's ECG latents, its event's code,
-  its event's content and its own noise::
+* The ECG is ``N`` tokens; every token carries the subject's ECG latents, its event's code
+  and content at amplitude ``a_t`` (0 for a token in no event) and its own noise::
 
-      ecg_it  = W_ecg @ [v_i, 2 * onehot(q_i)] + b_ecg + 4 * P_ecg c_e(t) + w_ie(t) * g + noise
+      ecg_it  = W_ecg @ [v_i, 2 * onehot(q_i)] + b_ecg + a_t (4 P_ecg c_e(t) + w_ie(t) g) + noise
       echo_ij = (as above) + 4 * P_echo c_{e*_i}
       lvef_i  = clip(mu + 6 u_i[0] + 5 v_i[0] + 7 s_ij*_i + 10 w_{i e*_i} + noise_sd eps_i,
                      10, 80)
 
-  ``P_ecg``, ``P_echo`` and ``g`` are fixed random projections scaled like ``W_ecg`` and
+  ``a_t = gain / sqrt(K)`` for an event of ``K`` tokens (``cohort.ecg_event_energy:
+  split``: the event's energy does not grow with the tokens it takes) or ``gain`` (``copy``);
+  ``gain`` is ``cohort.ecg_event_gain`` (default 1). ``P_ecg``, ``P_echo`` and ``g`` are fixed
+  random projections scaled like ``W_ecg`` and
   ``W_echo`` (entries ``N(0, 1/L)``, ``L`` the modality's latent count), and ``mu`` takes
   the token term into its standard deviation (``sqrt(6^2+5^2+7^2+10^2+noise_sd^2)``).
 
@@ -98,6 +104,7 @@ from rightsize.cohort.planted_tokens import (
     CODE_SCALE_ECHO,
     WEIGHT_TOKEN,
     PlantedTokens,
+    TokenModel,
 )
 
 R_ECHO = 6            # subject-level echo latents (index 0 drives LVEF)
@@ -188,7 +195,8 @@ class SyntheticCohort:
         if self.ecg_tokens > 1:
             tokens = PlantedTokens.draw(cfg.seed, n, self.ecg_tokens, cfg.echo_dim, cfg.ecg_dim,
                                         self._echo_latent_dim, self._ecg_latent_dim,
-                                        cfg.ecg_events)
+                                        TokenModel(cfg.ecg_events, cfg.ecg_event_leads,
+                                                   cfg.ecg_event_energy, cfg.ecg_event_gain))
             signal += WEIGHT_TOKEN * tokens.signal.astype(np.float64)
         noise = cfg.noise_sd * eps
         self.lvef = np.clip(signal + noise, *LVEF_RANGE).astype(np.float32)
@@ -225,7 +233,10 @@ class SyntheticCohort:
                          "10, 80)",
                 "d": WEIGHT_TOKEN, "ecg_tokens": tokens.n_tokens, "ecg_events": tokens.n_events,
                 "code_dim": int(tokens.codes.shape[1]),
-                "code_scale_echo": CODE_SCALE_ECHO, "code_scale_ecg": CODE_SCALE_ECG})
+                "code_scale_echo": CODE_SCALE_ECHO, "code_scale_ecg": CODE_SCALE_ECG,
+                "ecg_event_leads": tokens.leads, "ecg_event_energy": cfg.ecg_event_energy,
+                "ecg_event_gain": cfg.ecg_event_gain,
+                "ecg_event_tokens": int(tokens.span.max()) if len(tokens.span) else 0})
         return meta
 
     @property

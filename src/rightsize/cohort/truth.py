@@ -19,10 +19,12 @@ planted_ecg_token   int16     the first ECG token of the event that carries the 
 A ``files`` cohort has no planted truth: its truth file still has one row per subject, with
 -1 everywhere, so every build writes the same columns and rows. The parquet key-value
 metadata holds ``{"source", "seed", "ecg_tokens"}`` as JSON under ``rightsize.cohort.truth``,
-and ``ecg_events`` when tokens are planted (absent: one event per token): the planted event
-is the run of tokens :func:`rightsize.cohort.planted_tokens.token_events` maps to the same
-event as ``planted_ecg_token``. :func:`load_truth` gives the probes what they need to score
-attention on the planted event's tokens (:meth:`CohortTruth.planted_mask`).
+and ``ecg_events`` and ``ecg_event_leads`` when tokens are planted (absent: one event per
+token; 12 leads): the planted event is the tokens
+:func:`rightsize.cohort.planted_tokens.token_event_map` maps to the same event as
+``planted_ecg_token`` (at ``93 k`` tokens HuBERT-ECG's layout: the event's token in each of
+its leads; else a run of consecutive tokens). :func:`load_truth` gives the probes what they
+need to score attention on the planted event's tokens (:meth:`CohortTruth.planted_mask`).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from rightsize.cohort.columns import numbers, strings, valid
 from rightsize.cohort.input_files import open_parquet
 from rightsize.cohort.manifest import split_codes
 from rightsize.cohort.planted_tokens import event_count, planted_mask
+from rightsize.cohort.token_layout import LEADS
 from rightsize.errors import DataError
 
 TRUTH_KEY = b"rightsize.cohort.truth"
@@ -58,10 +61,12 @@ class CohortTruth:
     planted_ecg_token: np.ndarray  # (n,) int16, -1: none
     ecg_tokens: int                # tokens per ECG of the cohort it was built with
     ecg_events: int                # events per ECG (ecg_tokens: one per token)
+    ecg_event_leads: int = LEADS   # leads an event is seen in (HuBERT-ECG layout)
 
     def planted_mask(self) -> np.ndarray:
         """(n, ecg_tokens) bool: each subject's planted event's tokens (none where -1)."""
-        return planted_mask(self.planted_ecg_token, self.ecg_tokens, self.ecg_events)
+        return planted_mask(self.planted_ecg_token, self.ecg_tokens, self.ecg_events,
+                            self.ecg_event_leads)
 
     def aligned(self, subject_id: np.ndarray) -> CohortTruth:
         """This truth reordered to ``subject_id`` (e.g. ``CohortArrays.subject_id``).
@@ -80,7 +85,8 @@ class CohortTruth:
         return CohortTruth(subject_id=self.subject_id[order], split=self.split[order],
                            matched_clip=self.matched_clip[order],
                            planted_ecg_token=self.planted_ecg_token[order],
-                           ecg_tokens=self.ecg_tokens, ecg_events=self.ecg_events)
+                           ecg_tokens=self.ecg_tokens, ecg_events=self.ecg_events,
+                           ecg_event_leads=self.ecg_event_leads)
 
 
 def write_truth(path: str | os.PathLike[str], subject_id: pa.Array, split: np.ndarray,
@@ -132,8 +138,12 @@ def load_truth(path: str | os.PathLike[str]) -> CohortTruth | None:
         about = json.loads(raw)
         tokens = int(about.get("ecg_tokens", 1))
         events = int(about.get("ecg_events", tokens))
+        leads = int(about.get("ecg_event_leads", LEADS))
     except (ValueError, TypeError, AttributeError):
         raise DataError(f"{p}: {TRUTH_KEY.decode()} metadata is not valid JSON") from None
+    if not 1 <= leads <= LEADS:
+        raise DataError(f"{p}: {TRUTH_KEY.decode()} metadata: ecg_event_leads {leads} is not "
+                        f"in [1, {LEADS}]")
     if planted.max() >= tokens:
         row = int(np.flatnonzero(planted >= tokens)[0])
         raise DataError(f"{p}: column planted_ecg_token: {planted[row]} at row {row} is not "
@@ -141,4 +151,4 @@ def load_truth(path: str | os.PathLike[str]) -> CohortTruth | None:
     return CohortTruth(subject_id=strings(table.column("subject_id")), split=split,
                        matched_clip=numbers(table.column("matched_clip")).astype(np.int16),
                        planted_ecg_token=planted, ecg_tokens=tokens,
-                       ecg_events=event_count(tokens, events))
+                       ecg_events=event_count(tokens, events), ecg_event_leads=leads)

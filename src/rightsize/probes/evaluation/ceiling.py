@@ -29,8 +29,8 @@ and a clip (the rows the probe is scored on):
 * ``test_mae``: LVEF MAE over those rows of the generator's own noise-free LVEF (``perfect``),
   of the same with the planted event's content ``w[e*]`` replaced by the subject posterior's
   mean ``sum_e p_e w_e`` (``oracle``: a perfect model that reads the tokens' content through
-  the oracle's choice) and by the mean over tokens (``no_token``: a perfect model that cannot
-  tell the planted event, which is what the ECG alone allows).
+  the oracle's choice) and by the mean over the events (``no_token``: a perfect model that
+  cannot tell the planted event, which is what the ECG alone allows).
 
 Two views of the clip: ``embedding`` (the 1024-d clip as written) and ``probe_input`` (the
 clip standardized and projected on the top-``pca_rank`` principal directions of the train
@@ -105,10 +105,9 @@ def planted_ceiling(cfg: CohortConfig, pca_rank: int) -> dict[str, Any]:
     clips = np.arange(cfg.max_clips)[None, :] < cohort.n_clips[:, None]
     rows = (cohort.split == 2) & cohort.has_ecg & (cohort.n_clips > 0)
     mu, cov = cohort.clip_background()
-    first = tokens.first_tokens()                                       # (E,)
-    codes = tokens.echo_code[first].astype(np.float64)                  # (E, D)
-    planted = tokens.events()[tokens.planted]                           # e*
-    content = tokens.content[:, first].astype(np.float64)              # (n, E)
+    codes = tokens.echo_code.astype(np.float64)                         # (E, D)
+    planted = tokens.planted_event                                      # e*
+    content = tokens.content.astype(np.float64)                         # (n, E)
     signal = cohort.latents.signal
     base = signal - WEIGHT_TOKEN * content[np.arange(len(planted)), planted]
     lvef = cohort.lvef.astype(np.float64)
@@ -120,12 +119,11 @@ def planted_ceiling(cfg: CohortConfig, pca_rank: int) -> dict[str, Any]:
              "probe_input": _judge(_view((echo - mean) @ proj, (mu - mean) @ proj,
                                          proj.T @ cov @ proj, codes @ proj),
                                    clips, rows, planted, content, base, lvef)}
-    unique = tokens.codes[first].astype(np.float64)
+    unique = tokens.codes.astype(np.float64)
     gram = unique @ unique.T
     np.fill_diagonal(gram, -np.inf)
     clean = np.clip(signal, *LVEF_RANGE)
-    no_token = np.clip(base + WEIGHT_TOKEN * tokens.content.astype(np.float64).mean(axis=1),
-                       *LVEF_RANGE)
+    no_token = np.clip(base + WEIGHT_TOKEN * content.mean(axis=1), *LVEF_RANGE)
     return {
         "ecg_tokens": tokens.n_tokens, "ecg_events": tokens.n_events,
         "code_dim": int(tokens.codes.shape[1]),

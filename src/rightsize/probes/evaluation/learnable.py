@@ -105,7 +105,7 @@ def probe_view(cohort: SyntheticCohort, pca_rank: int) -> ProbeView:
                      lvef=cohort.lvef.astype(np.float64), split=cohort.split.copy(),
                      planted=tok.mask(),
                      echo_codes=_basis((tok.echo_code / es) @ eb, r),
-                     ecg_codes=_basis((tok.ecg_code / gs) @ gb, r))
+                     ecg_codes=_basis((tok.ecg_event / gs) @ gb, r))
 
 
 def learn_match(view: ProbeView, seed: int, steps: int, told: bool = True) -> dict[str, Any]:
