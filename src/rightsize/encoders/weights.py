@@ -66,9 +66,13 @@ def weight_files(folder: Path) -> list[Path]:
     if not folder.is_dir():
         raise InputError(f"{folder}: extract.weights folder not found")
     files = sorted(folder.glob("*.safetensors"))
-    if files:
+    files = files or sorted(p for p in folder.iterdir() if p.suffix in STATE_DICT_SUFFIXES)
+    for f in files:
+        if not f.is_file():
+            raise DataError(f"{f}: not a regular file (weights are *.safetensors files or "
+                            f"one state dict file)")
+    if files and files[0].suffix == ".safetensors":
         return files
-    files = sorted(p for p in folder.iterdir() if p.suffix in STATE_DICT_SUFFIXES)
     if len(files) != 1:
         raise InputError(f"{folder}: want *.safetensors or exactly one state dict file "
                          f"({', '.join(STATE_DICT_SUFFIXES)}), found {len(files)}")
@@ -84,11 +88,16 @@ def weights_identity(size: str, weights: Path | None, seed: int) -> dict[str, An
     if weights is None:
         return {"weights": None, "seed": seed, "files": None, "model_config": built_in,
                 "features": RANDOM_NOTE.format(seed=seed)}
-    config = weights / "config.json"
-    return {"weights": str(weights), "seed": None,
-            "files": {f.name: _sha256(f) for f in weight_files(weights)},
-            "model_config": f"config.json {_sha256(config)}" if config.is_file() else built_in,
-            "features": f"HuBERT-ECG {size} weights from {weights}"}
+    config, files = weights / "config.json", weight_files(weights)
+    try:
+        return {"weights": str(weights), "seed": None,
+                "files": {f.name: _sha256(f) for f in files},
+                "model_config": f"config.json {_sha256(config)}" if config.is_file()
+                else built_in,
+                "features": f"HuBERT-ECG {size} weights from {weights}"}
+    except OSError as exc:
+        raise InputError(f"{exc.filename or weights}: cannot read "
+                         f"({exc.strerror or exc})") from None
 
 
 def _read_tensors(folder: Path) -> tuple[dict[str, Any], list[Path]]:
@@ -136,15 +145,22 @@ def _normalise(state: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
 def load_into(model: Any, state: dict[str, Any], where: str) -> list[str]:
     """Load ``state`` into ``model`` strictly; DataError names the first tensor that does not
     fit. Returns the keys ignored (pretraining and classification heads)."""
+    import torch
+
     state, ignored = _normalise(state)
     own = model.state_dict()
     for key, value in state.items():
         if key not in own:
             raise DataError(f"{where}: tensor {key} is not part of this HuBERT-ECG "
                             f"({len(own)} tensors)")
+        if not isinstance(value, torch.Tensor):
+            raise DataError(f"{where}: {key} holds a {type(value).__name__}, not a tensor")
         if tuple(value.shape) != tuple(own[key].shape):
             raise DataError(f"{where}: tensor {key} has shape {tuple(value.shape)}, the model "
                             f"needs {tuple(own[key].shape)}")
+        if value.is_floating_point() and not bool(torch.isfinite(value).all()):
+            bad = int((~torch.isfinite(value)).sum())
+            raise DataError(f"{where}: tensor {key} holds {bad} non-finite values (NaN or inf)")
     missing = [k for k in own if k not in state and k not in OPTIONAL]
     if missing:
         raise DataError(f"{where}: tensor {missing[0]} missing ({len(missing)} missing)")
@@ -171,17 +187,61 @@ def build_extractor(size: str, weights: Path | None, seed: int, depth: int,
                 config = json.loads(config_path.read_text(encoding="utf-8"))
             except (OSError, ValueError) as exc:
                 raise DataError(f"{config_path}: not JSON ({exc})") from None
+            if not isinstance(config, dict):
+                raise DataError(f"{config_path}: expected a JSON object of HuBERT settings, "
+                                f"got a {type(config).__name__}")
             found = _size_of(config)
             if found != size:
                 raise DataError(f"{config_path}: hidden_size {config.get('hidden_size')}, "
                                 f"num_hidden_layers {config.get('num_hidden_layers')} is "
                                 f"{'HuBERT-ECG ' + found if found else 'no HuBERT-ECG size'}; "
                                 f"extract.size is {size}")
-        model = build_model(spec, "cpu", config=config)
+        model = _build_from_config(spec, config, config_path)
         state, _ = _read_tensors(weights)
         ignored = load_into(model, state, str(weights))
         provenance.update(config="config.json" if config else f"HuBERT-ECG {size} (built in)",
                           ignored_tensors=ignored)
-    model.encoder.layers = model.encoder.layers[:depth]
-    model.config.num_hidden_layers = depth
+    keep = max(depth, 1)         # hidden state 0 (the embeddings output) is the first
+    model.encoder.layers = model.encoder.layers[:keep]   # layer's input: keep one layer
+    model.config.num_hidden_layers = keep
     return model.eval(), provenance
+
+
+def conv_tokens(kernels: Any, strides: Any, samples: int) -> int:
+    """Tokens a conv stack of ``kernels`` / ``strides`` makes of ``samples`` samples."""
+    for kernel, stride in zip(kernels, strides, strict=True):
+        samples = (samples - int(kernel)) // int(stride) + 1
+    return samples
+
+
+def _build_from_config(spec: Any, config: dict[str, Any] | None, path: Path) -> Any:
+    """The model built from ``config`` (a weights folder's ``config.json``); DataError naming
+    the key whose value no HuBERT-ECG can have, or that gives another token count."""
+    from rightsize.encoders.models import conv_lengths
+
+    if config is not None:
+        heads, hidden = config.get("num_attention_heads"), config.get("hidden_size")
+        if isinstance(heads, int) and isinstance(hidden, int) and (
+                heads <= 0 or hidden % heads):
+            raise DataError(f"{path}: num_attention_heads {heads} does not divide "
+                            f"hidden_size {hidden}")
+    try:
+        model = build_model(spec, "cpu", config=config)
+    except (ValueError, TypeError, KeyError, AttributeError, RuntimeError) as exc:
+        raise DataError(f"{path}: transformers cannot build a HuBERT model from it "
+                        f"({str(exc).splitlines()[0][:160]})") from None
+    c = model.config
+    samples = spec.geometry.input_samples
+    want = conv_lengths(samples)[-1]
+    try:
+        got = conv_tokens(c.conv_kernel, c.conv_stride, samples)
+    except (TypeError, ValueError):
+        got = -1
+    if got != want:
+        keys = [k for k, ref in (("conv_kernel", CONV_KERNELS), ("conv_stride", CONV_STRIDES))
+                if tuple(getattr(c, k)) != ref] or ["conv_kernel", "conv_stride"]
+        raise DataError(f"{path}: {', '.join(f'{k} {list(getattr(c, k))}' for k in keys)} "
+                        f"gives {got} tokens per {samples:,}-sample input; HuBERT-ECG's "
+                        f"geometry (conv_kernel {list(CONV_KERNELS)}, conv_stride "
+                        f"{list(CONV_STRIDES)}) gives {want}")
+    return model

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,8 +70,9 @@ class ExtractConfig:
                     f"must be a positive integer, got {getattr(self, name)!r}")
         require(isinstance(self.workers, int) and self.workers >= 0, f"{key}.workers",
                 f"must be >= 0 (0 = one per threads_per_worker cores), got {self.workers!r}")
-        require(self.device == "cpu" or self.device.startswith("cuda"), f"{key}.device",
-                f"must be cpu or cuda[:N], got {self.device!r}")
+        require(isinstance(self.device, str)
+                and re.fullmatch(r"cpu|cuda(:[0-9]+)?", self.device) is not None,
+                f"{key}.device", f"must be cpu, cuda or cuda:N, got {self.device!r}")
         require(bool(self.records), f"{key}.records", "must name a record list")
 
     @property

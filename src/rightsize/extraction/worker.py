@@ -20,7 +20,8 @@ from typing import Any
 import numpy as np
 
 from rightsize.encoders.ecg_files import BadRecord
-from rightsize.encoders.models import EcgGeometry
+from rightsize.encoders.models import EcgGeometry, conv_lengths
+from rightsize.errors import DataError
 from rightsize.extraction.config import ExtractConfig
 from rightsize.extraction.records import RecordList, shard_rows
 from rightsize.extraction.shards import ShardFile, write_shard
@@ -52,6 +53,7 @@ class WorkerState:
     host: str = "localhost"
     step: int = 0
     bf16_check: dict[str, Any] | None = None
+    tokens: int = 93                   # tokens per crop of the input geometry
     times: dict[str, float] = field(default_factory=lambda: {"read_preprocess_s": 0.0,
                                                               "compute_s": 0.0,
                                                               "write_s": 0.0})
@@ -69,7 +71,9 @@ def geometry_of(cfg: ExtractConfig) -> EcgGeometry:
 
 def start_worker(cfg: ExtractConfig, records: RecordList, out: Path, rank: int,
                  events_dir: Path | None) -> WorkerState:
-    """Build the model (threads fixed at ``threads_per_worker``) and open the event file."""
+    """Build the model (threads fixed at ``threads_per_worker``) and open the event file;
+    ``times["startup_s"]`` is the seconds this took (imports and the model build)."""
+    t_start = time.perf_counter()
     import torch
 
     from rightsize.encoders.weights import build_extractor
@@ -78,7 +82,7 @@ def start_worker(cfg: ExtractConfig, records: RecordList, out: Path, rank: int,
     weights = Path(cfg.weights) if cfg.weights else None
     model, provenance = build_extractor(cfg.size, weights, cfg.seed, max(cfg.layers),
                                         geometry_of(cfg))
-    model = model.to(cfg.device)
+    model = model.to(_device(cfg.device))
     events = None
     host = socket.gethostname().split(".")[0] or "localhost"
     if events_dir is not None:
@@ -86,10 +90,52 @@ def start_worker(cfg: ExtractConfig, records: RecordList, out: Path, rank: int,
 
         events = EventWriter(events_dir / f"{host}.rank{rank}", wall_time=time.time(),
                              host=host)
-    return WorkerState(cfg, records, out, rank, model, provenance, events, host)
+    state = WorkerState(cfg, records, out, rank, model, provenance, events, host,
+                        tokens=conv_lengths(geometry_of(cfg).input_samples)[-1])
+    state.times["startup_s"] = time.perf_counter() - t_start
+    return state
 
 
-def _encode(state: WorkerState, inputs: np.ndarray) -> list[np.ndarray]:
+def _device(device: str) -> Any:
+    """``extract.device`` as a torch device; ParamsError naming the key when this torch or
+    this machine has no such device."""
+    import torch
+
+    from rightsize.errors import ParamsError
+
+    if device.startswith("cuda"):
+        if not torch.backends.cuda.is_built():
+            raise ParamsError(f"extract.device: {device}, but this torch "
+                              f"({torch.__version__}) is built without CUDA")
+        index = int(device.split(":")[1]) if ":" in device else 0
+        if index >= torch.cuda.device_count():
+            raise ParamsError(f"extract.device: {device}, but {torch.cuda.device_count()} "
+                              f"CUDA device(s) are visible")
+    return torch.device(device)
+
+
+def _check_finite(hidden: Any, stored: Any, stored_layers: tuple[int, ...], dtype: Any,
+                  where: str) -> None:
+    """DataError naming the first hidden state whose values the storage dtype cannot hold
+    (NaN, inf, or beyond float16's range): the weights, not a record, are at fault."""
+    import torch
+
+    if all(np.isfinite(a).all() for a in stored):
+        return
+    limit = float(np.finfo(dtype).max)
+    first = next((k for k, h in enumerate(hidden)
+                  if not bool(torch.isfinite(h).all()) or float(h.float().abs().max()) > limit),
+                 stored_layers[0])
+    h = hidden[first].float()
+    bad = int((~torch.isfinite(h) | (h.abs() > limit)).sum())
+    after = "the embeddings output" if first == 0 else f"after transformer layer {first}"
+    kept = ", ".join(str(k) for k in stored_layers)
+    raise DataError(f"{where}: hidden state {first} ({after}) holds {bad} values that are NaN, "
+                    f"inf or beyond {np.dtype(dtype).name}'s range ({limit:g}); stored layers "
+                    f"{kept} would hold non-finite tokens: check the weights of that layer")
+
+
+def _encode(state: WorkerState, inputs: np.ndarray, where: str = "shard") -> list[np.ndarray]:
     """Hidden states of the stored layers for ``inputs`` ``(n, samples)``: one
     ``(n, tokens, hidden)`` array per layer, in the storage dtype."""
     import torch
@@ -105,8 +151,15 @@ def _encode(state: WorkerState, inputs: np.ndarray) -> list[np.ndarray]:
             t0 = time.perf_counter()
         with torch.inference_mode(), _autocast(cfg.device):
             hidden = state.model(batch, output_hidden_states=True).hidden_states
-        for j, layer in enumerate(cfg.stored_layers):
-            out[j].append(hidden[layer].float().cpu().numpy().astype(dtype))
+        stored = [hidden[layer].float().cpu().numpy().astype(dtype)
+                  for layer in cfg.stored_layers]
+        _check_finite(hidden, stored, cfg.stored_layers, dtype, where)
+        for j, values in enumerate(stored):
+            if values.shape[1] != state.tokens:
+                raise DataError(f"{where}: the model gives {values.shape[1]} tokens per crop, "
+                                f"the input geometry {state.tokens}: check its config's "
+                                f"conv_kernel and conv_stride")
+            out[j].append(values)
         seconds = time.perf_counter() - t0
         state.times["compute_s"] += seconds
         if state.events is not None:
@@ -178,11 +231,10 @@ def run_shard(state: WorkerState, shard: int) -> ShardFile:
         stored_fs.append(fs)
     state.times["read_preprocess_s"] += time.perf_counter() - t0
     if inputs:
-        layers = _encode(state, np.concatenate(inputs))        # (records x crops, samples)
+        layers = _encode(state, np.concatenate(inputs),       # (records x crops, samples)
+                         f"shard {shard} (list rows {rows[0] + 1}-{rows[-1] + 1})")
     else:                                                      # every record was bad
-        from rightsize.encoders.models import conv_lengths
-
-        shape = (0, conv_lengths(geometry.input_samples)[-1], state.model.config.hidden_size)
+        shape = (0, state.tokens, state.model.config.hidden_size)
         layers = [np.zeros(shape, np.float16 if cfg.dtype == "float16" else np.float32)
                   for _ in cfg.stored_layers]
     t1 = time.perf_counter()
