@@ -291,6 +291,6 @@ def test_sizing_gpu_naming_no_file_exits_2_and_a_zero_rate_file_exits_4(
     zero = bench_dict(device="cuda", gpu="NVIDIA H100 80GB HBM3", records_per_s=0.0)
     (tmp_path / "gpu" / "ecg-h100.json").write_text(json.dumps(zero))
     assert main([*argv, "--json", str(out)]) == 4
-    assert "rightsize: error: ecg-h100.json: records_per_s must be a positive rate, got 0.0" \
+    assert "/ecg-h100.json: records_per_s must be a positive rate, got 0.0" \
         in _one_error_line(capsys)
     assert not out.exists()

@@ -27,7 +27,7 @@ from rightsize.sizing.ask import ask, fits, gpu_types
 from rightsize.sizing.config import PAIRED, ModelSizing, ScenarioCount, SizingConfig
 from rightsize.sizing.gpu_files import check_gpu_files, gpu_files_report, pick_gpu_file
 from rightsize.sizing.summaries import before_after, bench_summary, where
-from rightsize.sizing.timing import Part, cheapest, cpu_job, gpu_job, part_for
+from rightsize.sizing.timing import STARTUP, Part, cheapest, cpu_job, gpu_job, part_for
 from rightsize.sizing.units import DTYPE_BYTES, parse_size
 
 log = logging.getLogger(__name__)
@@ -94,14 +94,47 @@ def job_parts(records: int, bench: dict[str, Any], cfg: SizingConfig, storage: i
             f"measured on {where(bench)}")
     if timing.get("extrapolated"):
         note += f" ({timing.get('note')})"
+    workers = _workers_rate(bench)
+    if workers is not None:
+        lo, hi, note = workers
+    start = startup_part(bench)
     cpu = {"compute": part_for("compute", records, lo, hi, how, note),
            "preprocessing": _preprocessing(records, bench, threads,
-                                           f"this machine's {threads} cores"), **io}
+                                           f"this machine's {threads} cores"), **io,
+           **({STARTUP: start} if start else {})}
     compute = gpu_compute(records, bench, cfg.estimate.gpu, cfg.estimate.utilisation, gpu)
     per_gpu = {"compute": compute,
                "preprocessing": _preprocessing(records, bench, 1,
-                                               f"{cfg.cpu_cores_per_gpu} cores per GPU"), **io}
+                                               f"{cfg.cpu_cores_per_gpu} cores per GPU"), **io,
+               **({STARTUP: Part(STARTUP, start.low, start.high, "estimated",
+                                 start.note + "; on a GPU node CUDA's start is not in it")}
+                  if start else {})}
     return cpu, per_gpu
+
+
+def _workers_rate(bench: dict[str, Any]) -> tuple[float, float, str] | None:
+    """The CPU's records/s as extract runs it (its workers together, best batch), slowest and
+    fastest, from the bench's ``workers`` timing; None when it has none."""
+    w = bench.get("workers")
+    if bench.get("device") != "cpu" or not isinstance(w, dict) or not w.get("throughput"):
+        return None
+    best = max(w["throughput"].values(), key=lambda t: t["records_per_s_per_worker"])
+    n, mid = int(w["workers"]), best["records_per_s_per_worker"]
+    lo = best.get("records_per_s_per_worker_min") or mid
+    hi = best.get("records_per_s_per_worker_max") or mid
+    return (n * lo, n * hi, f"{n * mid:.3g} records/s: {n} extract workers x "
+            f"{w['threads_per_worker']} thread(s) at batch {best['batch']}, "
+            f"{mid:.3g} records/s each, measured together on {where(bench)}")
+
+
+def startup_part(bench: dict[str, Any]) -> Part | None:
+    """The workers' start-up (spawn, imports, model build) the bench measured, or None."""
+    w = bench.get("workers")
+    if not isinstance(w, dict) or w.get("startup_s_min") is None:
+        return None
+    return Part(STARTUP, float(w["startup_s_min"]), float(w["startup_s_max"]), "measured",
+                f"{w['startup_s']:.1f} s per worker ({w['workers']} started at once: spawn, "
+                f"imports, model build) measured on {where(bench)}")
 
 
 def gpu_compute(records: int, bench: dict[str, Any], gpu_type: str,

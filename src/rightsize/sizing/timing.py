@@ -5,6 +5,9 @@ A job has four parts, each a time in seconds with where it came from (:class:`Pa
 cores), ``reading`` (input bytes off the disk) and ``writing`` (the token shards). Parts
 that were not measured have no time and are listed as such; they never silently count 0.
 
+* **Start-up** (``startup``, when the bench measured it: spawning the workers, imports, the
+  model build) comes before the rest on every worker or GPU at once, so it adds to the wall
+  once: ``wall = startup + ...``.
 * On **this machine's CPU** the encoder was timed with all its cores, and preprocessing
   runs on those same cores, so the two add; reads and writes overlap with them:
   ``wall = max(compute + preprocessing, reading, writing)``.
@@ -29,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 PARTS = ("compute", "preprocessing", "reading", "writing")
+STARTUP = "startup"
 HOUR = 3600.0
 
 
@@ -82,12 +86,13 @@ def job(parts: dict[str, Part], shared_cores: bool) -> dict[str, Any]:
     if "compute" not in known:
         return {**out, "wall_s_low": None, "wall_s_high": None, "bound": None,
                 "bound_low": None, "bound_high": None}
+    start = known.pop(STARTUP, None)
     for end in ("low", "high"):
         terms = {n: getattr(p, end) for n, p in known.items()}
         walls = dict(terms)
         if shared_cores and "preprocessing" in walls:
             walls["compute"] = terms["compute"] + walls.pop("preprocessing")
-        out[f"wall_s_{end}"] = max(walls.values())
+        out[f"wall_s_{end}"] = max(walls.values()) + (getattr(start, end) if start else 0.0)
         top = _bound(walls)
         if top == "compute" and shared_cores and "preprocessing" in terms:
             top = _bound({k: terms[k] for k in ("compute", "preprocessing")})
