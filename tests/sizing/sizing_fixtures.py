@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 import yaml
 
 from rightsize.encoders.models import EcgGeometry, VideoGeometry, make_spec
+from rightsize.machine import stamp
 from rightsize.sizing.bench import count_shapes_and_flops, geometry_dict
 
 CPU_STAMP = {"cpu": "Test CPU", "cores": 2, "threads": 2, "torch": "2.13.0+cpu",
@@ -60,6 +61,7 @@ def bench_dict(family: str = "hubert_ecg", size: str = "base", inputs: int | Non
         "preprocess": None if preprocess_rate is None else
         {"records_per_s_per_core": preprocess_rate, "record_file_bytes": RECORD_FILE_BYTES},
         "hardware": hardware,
+        "machine": stamp(),                 # measured on this machine
     }
 
 

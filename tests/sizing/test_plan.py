@@ -6,6 +6,7 @@ import pytest
 from sizing_fixtures import SIZING_BLOCK, SOURCES, bench_dict, disk_dict
 
 from rightsize.errors import ParamsError
+from rightsize.machine import stamp
 from rightsize.params import parse
 from rightsize.sizing.config import ScenarioCount, SizingConfig, check_retired
 from rightsize.sizing.plan import size_all, size_row
@@ -75,10 +76,26 @@ def test_the_ask_says_no_gpu_needed_with_cpu_minutes() -> None:
     assert ask["choice"] == "cpu" and ask["cpu"]["wall_s_high"] == pytest.approx(1002.5)
     assert out["text"]["answer"] == "No GPU needed"
     sentence = out["text"]["ask"]
-    assert sentence.startswith("No GPU needed: 16.7 min on this machine's 2 cores (Test CPU, "
-                               "measured), 571 MB of float16 shards, bound by compute")
+    assert sentence.startswith(f"No GPU needed: 16.7 min on this machine's 2 cores "
+                               f"({stamp()['words']}, measured), 571 MB of float16 shards, "
+                               f"bound by compute")
     assert "ecg 1,000 ECG records, source: test manifest: has_ecg" in sentence
     assert "deadline 24 h" in sentence and "at your prices" not in sentence
+
+
+def test_a_bench_from_another_machine_is_not_called_this_machines() -> None:
+    other = {"id": "0" * 12, "words": "AMD EPYC (AVX-512), 2 cores, 23.5 GiB, no GPU"}
+    out = _size(ecg={**bench_dict(), "machine": other})
+    sentence = out["text"]["ask"]
+    assert sentence.startswith(f"No GPU needed: 16.7 min on 2 cores of {other['words']} "
+                               f"(measured there, not this machine)")
+    assert "this machine's" not in sentence
+    assert out["benches"]["ecg"]["this_machine"] is False
+    assert out["text"]["notes"][0].startswith("The CPU figures of ecg come from benches "
+                                              f"measured elsewhere (ecg on {other['words']} "
+                                              "(not this machine)")
+    unstamped = _size(ecg={k: v for k, v in bench_dict().items() if k != "machine"})
+    assert "no machine stamp: maybe not this machine" in unstamped["text"]["ask"]
 
 
 @pytest.mark.parametrize(("deadline_h", "choice", "k"), [
