@@ -19,7 +19,7 @@ def test_exp_run_at_ecg_tokens_trains_every_probe_and_scores_the_planted_token(
     out = dvc(project, pipeline_env, "exp", "run", "-S", f"cohort.ecg_tokens={TOKENS}",
               "-n", "tokens").stdout
     ran = set(repro_stages(out))
-    assert {"cohort", "footprint", "report", *(f"train@{p}" for p in PROBES)} <= ran
+    assert {"cohort", "footprint", "compare", "report", *(f"train@{p}" for p in PROBES)} <= ran
     assert not {s for s in ran if s.startswith("token_cost")}  # it measures its own counts
     for probe in PROBES:
         train = json.loads((project / f"metrics/train/{probe}.json").read_text())
@@ -41,10 +41,18 @@ def test_exp_run_at_ecg_tokens_trains_every_probe_and_scores_the_planted_token(
     for stat in ("mean", "sd"):
         assert metrics[f"fused.attention_best_head_val_{stat}"] == \
             fused[f"attention.echo_to_ecg.best_head_val_{stat}"]
+    # fused against concat, paired by seed: the detail and its headline column
+    paired = json.loads((project / "metrics/fused_vs_concat.json").read_text())
+    assert paired["n_pairs"] == 5 and paired["seeds"] == [0, 1, 2, 3, 4]
+    assert paired["mae_gain_lo"] <= paired["mae_gain_mean"] <= paired["mae_gain_hi"]
+    compared = flatten(exp["data"]["metrics"]["metrics/headline/fused_vs_concat.json"]["data"])
+    assert compared["fused_vs_concat.mae_gain_mean"] == paired["mae_gain_mean"]
     footprint = json.loads((project / "metrics/footprint.json").read_text())
     assert footprint["ecg_tokens"] == TOKENS
     report = (project / "reports/report.md").read_text()
     assert "Echo→ECG attention on the planted ECG event" in report
+    assert "Fused against concat, seed by seed" in report
+    assert "the head with the most weight on the planted event in the validation split" in report
     assert "concat read the mean of the ECG tokens" in report
 
 
