@@ -139,6 +139,9 @@ def test_references_table_has_no_oracle_ratio_and_the_null_beside_the_learner(to
     rows = [line for line in section.splitlines() if line.startswith("| 16 |")
             or line.startswith("| 93 |")]
     assert len(rows) == 2 and rows[1].startswith("| 93 | 16 | seen in 12 leads, energy split")
+    # the paragraph names the design at the probe's count (16) from the same file
+    assert "16 ECG tokens per subject. The planted event is seen in 12 leads, energy split " \
+           "over its tokens. In each seed" in section
     chosen = sum(HEADS[CHOSEN[k]][k] for k in range(3)) / 3
     assert f"| 0.887 ± 0.0200 (829 train) | {fmt.number(6 / 16)} | " \
            f"{fmt.number(chosen)} ± 0.100 |" in rows[0]

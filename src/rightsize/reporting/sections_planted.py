@@ -31,7 +31,7 @@ def planted_attention_blocks(inputs: ReportInputs) -> list[Block]:
         return blocks + [Note(f"{fused.path} has no attention.echo_to_ecg: train the fused "
                               "probe with --truth and a truth file that holds planted tokens "
                               "(a synthetic cohort at cohort.ecg_tokens > 1).")]
-    blocks.append(Para(_attention_words(node)))
+    blocks.append(Para(_attention_words(node, _probe_design(inputs, node))))
     fig = figures_tokens.planted_attention(node)
     return (blocks + ([fig] if fig is not None else []) + paired_blocks(inputs.compare)
             + reference_blocks(inputs.ceiling, fused) + [Para(detection_sentence(
@@ -43,7 +43,19 @@ def _replicas(node: dict[str, Any]) -> list[str]:
                   key=lambda k: int(k[1:]))
 
 
-def _attention_words(node: dict[str, Any]) -> str:
+def _probe_design(inputs: ReportInputs, node: dict[str, Any]) -> str:
+    """The planted event's design at the probe's count, in words (the ceiling file's node at
+    that count, else the cohort metrics); empty when neither records it."""
+    n = int(num(node, "ecg_tokens") or 0)
+    for src, key in ((inputs.ceiling, f"tokens_{n}"), (inputs.cohort, "")):
+        c = (get(src.data, key) if key else src.data) if src.ok else None
+        words = _design(c) if isinstance(c, dict) else fmt.DASH
+        if words != fmt.DASH:
+            return f"The planted event is {words}. "
+    return ""
+
+
+def _attention_words(node: dict[str, Any], design: str = "") -> str:
     """The paragraph: each seed's validation-chosen head, found share, uniform, null."""
     replicas = _replicas(node)
     per_seed = ", ".join(fmt.number(num(node[k], "best_head_val")) for k in replicas)
@@ -51,7 +63,8 @@ def _attention_words(node: dict[str, Any]) -> str:
                       for j in range(len([k for k in node if k[:1] == "h" and k[1:].isdigit()])))
     found = sum(1 for k in replicas if (num(node[k], "best_head_val") or 0) >= FOUND)
     return (
-        f"{fmt.integer(num(node, 'ecg_tokens'))} ECG tokens per subject. In each seed the head "
+        f"{fmt.integer(num(node, 'ecg_tokens'))} ECG tokens per subject. {design}In each "
+        f"seed the head "
         f"with the most weight on the planted event in the validation split "
         f"({fmt.integer(num(node, 'n_val_subjects'))} subjects) is chosen, then read once on "
         f"the test split: it puts {per_seed} of its weight on the event's tokens (mean "
@@ -144,6 +157,8 @@ def _pm(data: Any, key: str) -> str:
 def _design(c: dict[str, Any]) -> str:
     """The event's design in words, from the ceiling node's keys; dash when unrecorded."""
     parts = []
+    if get(c, "layout") == "hubert":
+        parts.append("laid out as HuBERT-ECG's tokens (lead after lead, 0.64 s each)")
     leads = num(c, "ecg_event_leads")
     if leads is not None:
         parts.append(f"seen in {fmt.integer(leads)} lead{'s' if leads != 1 else ''}")
