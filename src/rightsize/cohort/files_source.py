@@ -15,7 +15,9 @@ Expected inputs (paths from ``cohort.files``, relative to the working directory)
     hold the same ``N``: a record with another count is an error naming it. ``N`` is read
     from the file's first record and becomes the manifest's ``ecg_tokens``;
     ``cohort.ecg_tokens`` must equal it (or be ``null``: take it from the file).
-    ``subject_id`` must be unique.
+    ``subject_id`` must be unique. A ``rightsize extract`` output folder (or its ``shards``
+    folder) is read only when complete and verified (:mod:`~rightsize.cohort.
+    extraction_input`: SHA256SUMS present and matching, one fingerprint), else exit 4.
 ``files.labels`` -- CSV with a header:
     ``subject_id``, ``lvef`` (percent), optional ``split`` (``train``/``val``/``test``);
     other columns are ignored. Without ``split``, subjects are shuffled with ``seed`` and
@@ -47,6 +49,7 @@ import pyarrow.compute as pc
 from rightsize import console
 from rightsize.cohort import embeddings
 from rightsize.cohort.config import CohortConfig
+from rightsize.cohort.extraction_input import verify_extraction
 from rightsize.cohort.input_files import RowFetcher, open_parquet
 from rightsize.cohort.labels import first_duplicate, read_labels_csv, string_ids
 from rightsize.cohort.manifest import Chunk
@@ -62,6 +65,12 @@ class FilesCohort:
         self.cfg = cfg
         self.echo_path = Path(str(cfg.files.echo))
         self.ecg_path = Path(str(cfg.files.ecg))
+        self.extraction = verify_extraction(self.ecg_path)     # None: not an extraction
+        if self.extraction is not None:
+            x = self.extraction
+            console.info(f"{x.folder}: a complete extraction, {x.shard_count} shards, "
+                         f"{x.files} files verified against SHA256SUMS")
+            self.ecg_path = x.shards
         self.labels_path = Path(str(cfg.files.labels))
         labels = read_labels_csv(self.labels_path, cfg)
         self.subject_id, self._ids_np = labels.subject_id, labels.ids
@@ -181,7 +190,10 @@ class FilesCohort:
         return {"perfect_model_mae": None, "perfect_model_mae_test": None,
                 "inputs": {"echo": str(self.cfg.files.echo), "ecg": str(self.cfg.files.ecg),
                            "labels": str(self.cfg.files.labels)},
-                "clips_dropped": self.clips_dropped}
+                "clips_dropped": self.clips_dropped,
+                "ecg_extraction": None if self.extraction is None else {
+                    "folder": str(self.extraction.folder), "shards": self.extraction.shard_count,
+                    "files_verified": self.extraction.files}}
 
     planted_events = None       # no planted truth
 
