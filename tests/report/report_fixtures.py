@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 from rightsize import cli
+from rightsize.machine import stamp
 from rightsize.probe_registry import PROBES as REGISTRY_PROBES
 
 REPO = Path(__file__).resolve().parents[2]
@@ -47,7 +48,7 @@ ECG_BENCH = {"family": "hubert_ecg", "size": "base", "geometry": {"crops_per_rec
              "flops_per_record": 19.1e9, "device": "cpu", "records_per_s": 1.2, "best_batch": 4,
              "timing": {"extrapolated": False},
              "preprocess": {"records_per_s_per_core": 200.0, "record_file_bytes": 120_000},
-             "hardware": HARDWARE}
+             "hardware": HARDWARE, "machine": stamp()}      # measured on this machine
 SIZING = {"models": {"ecg": {"layers_kept": 4, "keep": "tokens"}}, "dtype": "float16",
           "scenarios": {"ecg_corpus": {"ecg": {"records": 1_000_000,
                                                "source": "MIMIC-IV-ECG v1.0 (PhysioNet)"}}},
@@ -214,7 +215,7 @@ def sizing_result() -> dict:
 
     cfg = parse(SizingConfig, SIZING, "sizing")
     paired = {"ecg": ScenarioCount(1173, "synthetic cohort: manifest")}
-    return size_all(cfg, {"ecg": ECG_BENCH}, {}, paired, DISK)
+    return {**size_all(cfg, {"ecg": ECG_BENCH}, {}, paired, DISK), "machine": stamp()}
 
 
 def write_params(path: Path, report: dict | None = None, runs: tuple[str, ...] = ("demo",)) -> Path:

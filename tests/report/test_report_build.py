@@ -11,6 +11,7 @@ import pytest
 from report_fixtures import GPUS, PROBES, SCHEDULES, SEGMENTS, demo_telemetry
 
 from rightsize import fmt
+from rightsize.machine import stamp
 from rightsize.reporting.figures import DPI, FIGSIZE
 
 
@@ -78,11 +79,10 @@ def test_report_opens_with_verdicts_carrying_measurements(full_build):
     sizing_line = next(line for line in verdict_block.splitlines() if "re-extraction" in line)
     assert "Does not fit: 571 GB of float16 shards exceed the space" in sizing_line
     assert "No GPU needed" not in sizing_line
-    assert "this machine's 1 core (Intel(R) Xeon(R) CPU @ 2.20GHz, measured) would take 233 h" \
-        in sizing_line
+    assert f"this machine's 1 core ({stamp()['words']}, measured) would take 233 h" in sizing_line
     assert "8 GPUs (A100 SXM, estimated; 8 CPU cores per GPU) would take 19 min" in sizing_line
     assert "ecg 1,000,000 ECG records, source: MIMIC-IV-ECG v1.0 (PhysioNet)" in sizing_line
-    assert "fits the 52 GB free at .: NO" in sizing_line and "the 500 GB quota: NO" in sizing_line
+    assert "fits the 52 GB free at . (when sizing ran): NO" in sizing_line and "the 500 GB quota: NO" in sizing_line
     section = md.split("Re-extraction sizing: cheapest hardware first", 1)[1]
     assert "| tokens per record | 500 | 93 (ecg base, 1 crop, output shapes) |" in section
     assert "| storage | 3.07 TB | 571 GB |" in section
