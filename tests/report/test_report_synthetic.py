@@ -8,9 +8,14 @@ import os
 import re
 import subprocess
 
+import matplotlib.colors as mcolors
+import matplotlib.image as mpimg
+import numpy as np
 import pytest
 import yaml
 from report_fixtures import chromium, run_report, write_metrics, write_params
+
+from rightsize.reporting.figures import STAMP_COLOR
 
 
 def _build(tmp_path, cohort_source: str, demo: bool):
@@ -65,12 +70,24 @@ def test_verdicts_say_synthetic_and_the_targets_are_named(synthetic):
         assert target in probes, target
 
 
-def test_a_cohort_from_files_and_a_real_run_carry_no_synthetic_label(tmp_path):
+def _stamp_pixels(png) -> int:
+    """Pixels of the stamp's colour in the lower right corner of a figure PNG."""
+    img = mpimg.imread(png)[..., :3]
+    corner = img[-30:, -220:]
+    want = np.array(mcolors.to_rgb(STAMP_COLOR))
+    return int((np.abs(corner - want) < 0.12).all(axis=-1).sum())
+
+
+def test_a_cohort_from_files_and_a_real_run_carry_no_synthetic_label(synthetic, tmp_path):
     built = _build(tmp_path, "files", demo=False)
     assert '<h2 id="probes">Probes</h2>' in built.html
     assert '<h3 id="run-demo">Run demo</h3>' in built.html
     assert "Synthetic cohort" not in built.md and "Synthetic demo run" not in built.md
     assert "LVEF" in built.md.split("## Probes", 1)[1]       # the targets are named anyway
+    # the PNGs themselves (what `dvc plots diff` shows on their own) carry the stamp
+    for name in ("probe_metrics", "probe_wall_clock", "demo_timeline", "demo_val_curve"):
+        assert _stamp_pixels(synthetic.out / f"figures/{name}.png") > 40, name
+        assert _stamp_pixels(built.out / f"figures/{name}.png") == 0, name
 
 
 def test_headless_chromium_shows_the_synthetic_labels(synthetic, tmp_path):

@@ -8,6 +8,7 @@ data to draw it is absent (the section then says so in words).
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import io
 import math
 from collections.abc import Iterator, Sequence
@@ -22,6 +23,8 @@ DPI = 100
 STYLE = {"font.size": 11, "axes.titlesize": 12, "axes.labelsize": 11, "xtick.labelsize": 10,
          "ytick.labelsize": 10, "legend.fontsize": 10, "figure.titlesize": 12}
 GAP_COLOR = "#d62728"
+STAMP_COLOR = "#8b0000"
+_STAMP: contextvars.ContextVar[str] = contextvars.ContextVar("figure_stamp", default="")
 
 
 def _pyplot() -> Any:
@@ -44,10 +47,24 @@ def _canvas(ncols: int = 1) -> Iterator[tuple[Any, Any]]:
             plt.close(fig)
 
 
+@contextlib.contextmanager
+def stamped(text: str) -> Iterator[None]:
+    """Figures drawn inside carry ``text`` in their lower right corner ("synthetic cohort"),
+    so a PNG seen on its own (``dvc plots diff``, a slide) still says what its data are."""
+    token = _STAMP.set(text)
+    try:
+        yield
+    finally:
+        _STAMP.reset(token)
+
+
 def _png(fig: Any, layout: bool = True) -> bytes:
     """PNG bytes without the 'Software' text chunk (no URL inside, same bytes every run)."""
     if layout:
         fig.tight_layout()
+    if _STAMP.get():
+        fig.text(0.995, 0.008, _STAMP.get(), ha="right", va="bottom", fontsize=9,
+                 color=STAMP_COLOR, style="italic")
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=DPI, metadata={"Software": None})
     return buf.getvalue()

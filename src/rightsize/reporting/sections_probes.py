@@ -47,6 +47,14 @@ def probe_sections(inputs: ReportInputs, synthetic: bool = False) -> list[Block]
     if synthetic:
         blocks.append(Note(SYNTHETIC_COHORT))
     blocks.append(Para(TARGETS))
+    with figures.stamped("synthetic cohort" if synthetic else ""):
+        body = _probe_body(inputs)
+    blocks += labelled(body, "Synthetic cohort") if synthetic else body
+    return blocks + hardware_blocks(inputs)
+
+
+def _probe_body(inputs: ReportInputs) -> list[Block]:
+    """The probe sections between the heading and the hardware stamp."""
     body: list[Block] = []
     body += cohort_blocks(inputs.cohort)
     body += ecg_input_blocks(inputs)
@@ -59,8 +67,7 @@ def probe_sections(inputs: ReportInputs, synthetic: bool = False) -> list[Block]
     body += footprint_blocks(inputs.footprint, inputs.cohort)
     body += token_cost_blocks(inputs.token_cost)
     body += probe_telemetry_blocks(inputs)
-    blocks += labelled(body, "Synthetic cohort") if synthetic else body
-    return blocks + hardware_blocks(inputs)
+    return body
 
 
 def sizing_section(inputs: ReportInputs) -> list[Block]:
@@ -111,7 +118,7 @@ def metrics_blocks(inputs: ReportInputs) -> list[Block]:
                         "split; val MAE and best epoch of seed 0. The mean predictor is the "
                         "baseline every probe must beat."))
     fig = figures.intervals("probe_metrics", "Probe test metrics with 95 % CIs",
-                            [("test MAE (label units)", mae), ("test AUROC (unitless)", auc)],
+                            [("test MAE of LVEF (EF points)", mae), ("test AUROC (unitless)", auc)],
                             "Dots: point estimates; bars: bootstrap 95 % intervals.")
     if fig:
         blocks.append(fig)
@@ -190,7 +197,7 @@ def _fused_missing(src: Source) -> list[Block]:
     blocks: list[Block] = [table(["condition", "test MAE [95 % CI]", "test AUROC [95 % CI]",
                                   "bootstrap resamples"], rows)]
     fig = figures.intervals("missing_modality", "Fused probe with a modality missing",
-                            [("test MAE (label units)", mae), ("test AUROC (unitless)", auc)],
+                            [("test MAE of LVEF (EF points)", mae), ("test AUROC (unitless)", auc)],
                             "The fused probe evaluated with both, or only one, modality.")
     if fig:
         blocks.append(fig)

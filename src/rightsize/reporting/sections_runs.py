@@ -36,7 +36,8 @@ def run_sections(inputs: ReportInputs, synthetic: tuple[str, ...] = ()) -> list[
         blocks.append(Note("No rescued runs: telemetry.runs in params.yaml names none and "
                            "metrics/telemetry holds no run files."))
     for run in inputs.runs:
-        section = run_section(run, inputs.telemetry[run], inputs.val_csv[run])
+        with figures.stamped("synthetic demo run" if run in synthetic else ""):
+            section = run_section(run, inputs.telemetry[run], inputs.val_csv[run])
         if run in synthetic:
             head = Heading(f"Run {run} (synthetic demo run)", 3, f"run-{slug(run)}")
             section = [head, Note(SYNTHETIC_RUN_NOTE),
