@@ -72,8 +72,11 @@ def duration(x: Any) -> str:
 
 
 def hours(x: Any) -> str:
-    """Hours with three significant digits: ``12.4 h``."""
+    """Hours with three significant digits: ``12.4 h``; below 3.6 s (where hours would need
+    an exponent) the duration in s or ms instead."""
     v = _finite(x)
+    if v is not None and 0 < abs(v) < 1e-3:
+        return duration(v * 3600)
     return DASH if v is None else f"{number(v)} h"
 
 

@@ -77,3 +77,19 @@ def test_renderers_escape_and_defuse_urls():
     md = render_markdown(blocks)
     assert "| h\\|1 | h2 |" in md and "| a\\|b | c |" in md
     assert "![F](figures/f.png)" in md and "- **Q?** a | b" in md
+
+
+def test_durations_never_print_an_exponent_and_read_back():
+    """Durations in the unit that fits (ms, s, min, h), no 8.46e-05 h (issue 44)."""
+    scale = {"ms": 1e-3, "s": 1.0, "min": 60.0, "h": 3600.0}
+    for k in range(-60, 61):
+        s = 1.7 ** (k / 3) * 1.0
+        # fmt.seconds keeps one decimal of minutes/hours beside the exact seconds
+        for text, tol in ((fmt.duration(s), 0.01), (fmt.seconds(s).split(" (")[0], 0.05),
+                          (fmt.hours(s / 3600), 0.01)):
+            assert "e-" not in text and "e+" not in text, (s, text)
+            value, unit = text.split(" ")
+            back = float(value.replace(",", "")) * scale[unit]
+            assert math.isclose(back, s, rel_tol=tol), (s, text)
+    assert fmt.duration(5.86e-4) == "0.586 ms" and fmt.hours(7.27e-05) == "0.262 s"
+    assert fmt.duration(738) == "12.3 min" and fmt.duration(None) == fmt.DASH

@@ -112,11 +112,13 @@ def metrics_blocks(inputs: ReportInputs) -> list[Block]:
         auc.append((p, num(d, t + "auroc"), num(d, t + "auroc_lo"), num(d, t + "auroc_hi")))
     blocks.append(table(["probe", "test MAE, mean ± sd (seeds)", "test AUROC, mean ± sd",
                          "seed 0: test MAE [95 % CI]", "seed 0: test AUROC [95 % CI]",
-                         "val MAE", "best epoch", "mean-predictor MAE", "params"], rows,
+                         "val MAE", "best epoch", "mean-predictor MAE", "trainable params"],
+                        rows,
                         "Mean ± sample sd across the seed replicas (train.seeds; n in "
                         "brackets); bootstrap 95 % intervals of the seed-0 model on the test "
                         "split; val MAE and best epoch of seed 0. The mean predictor is the "
-                        "baseline every probe must beat."))
+                        "baseline every probe must beat. Trainable params: what the optimizer "
+                        "fits (the footprint counts every stored number, buffers included)."))
     fig = figures.intervals("probe_metrics", "Probe test metrics with 95 % CIs",
                             [("test MAE of LVEF (EF points)", mae), ("test AUROC (unitless)", auc)],
                             "Dots: point estimates; bars: bootstrap 95 % intervals.")
@@ -267,7 +269,10 @@ def footprint_blocks(src: Source, cohort: Source) -> list[Block]:
     ckpt = get(d, "checkpoints") or {}
     rows = [[p, fmt.nbytes(num(c, "bytes")), fmt.integer(num(c, "params"))]
             for p, c in ckpt.items() if isinstance(c, dict)]
-    blocks.append(table(["probe", "checkpoint", "params"], rows, "Checkpoints on disk."))
+    blocks.append(table(["probe", "checkpoint", "stored numbers"], rows,
+                        "Checkpoints on disk; stored numbers: every value in the weights file "
+                        "(trainable params plus buffers: the inputs' normalisation and PCA "
+                        "projection)."))
     configured = num(cohort.data, "max_clips") if cohort.ok else num(d, "max_clips")
     payload = [r for r in (get(d, "payload_table") or []) if isinstance(r, dict)]
     prow = [[fmt.integer(num(r, "max_clips")) + (" (configured)" if configured is not None
