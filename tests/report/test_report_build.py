@@ -77,7 +77,8 @@ def test_report_opens_with_verdicts_carrying_measurements(full_build):
     # 500 MB/s = 1,143 s: bound by writing, 19 min, 0.32 GPU-hours. The shards do not fit,
     # so no option is offered (issue 33): the times are said as "were it to fit".
     sizing_line = next(line for line in verdict_block.splitlines() if "re-extraction" in line)
-    assert "Does not fit: 571 GB of float16 shards exceed the space" in sizing_line
+    assert ("The shards do not fit here: needs 571 GB of shards; . has 52 GB free and the "
+            "quota is 500 GB: request scratch of 571 GB") in sizing_line
     assert "No GPU needed" not in sizing_line
     assert f"this machine's 1 core ({stamp()['words']}, measured) would take 233 h" in sizing_line
     assert "8 GPUs (A100 SXM, estimated; 8 CPU cores per GPU) would take 19 min" in sizing_line
@@ -135,7 +136,8 @@ def test_probe_sections(full_build):
     sizing = probes.split("Re-extraction sizing: cheapest hardware first", 1)[1]
     assert "| ecg_corpus / ecg | 1,000,000 ECG records (MIMIC-IV-ECG v1.0 (PhysioNet)) | 233 h " \
            "(measured), bound by compute | 19 min, 2.54 GPU-h (estimated), bound by writing | " \
-           "none: the shards do not fit the disk | 571 GB (4 x 143 GB, over the free space) | " \
+           "request scratch first: the shards do not fit the disk | 571 GB (4 x 143 GB, over " \
+           "the free space) | " \
            "1.14 TB |" in sizing
     # the GPU-type table (issue 33): one row per preset, GPU-hours per k
     assert "| GPU type (peak, memory; compute) | 1 GPU | 2 GPUs | 4 GPUs | 8 GPUs |" in sizing

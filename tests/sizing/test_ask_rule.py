@@ -36,9 +36,12 @@ def _gpu_file(gpu: str, rate: float | None = 500.0, **kw: object) -> dict:
 def test_shards_that_do_not_fit_the_free_space_are_never_no_gpu_needed() -> None:
     out = _size(disk=disk_dict(free=ECG_STORAGE - 1))
     assert out["ask"]["choice"] == "no_fit" and out["ask"]["fits_free_space"] is False
-    assert out["text"]["answer"] == "Does not fit the disk"
+    assert out["text"]["answer"] == "Request scratch: needs 571 MB of shards"
     assert "No GPU needed" not in out["text"]["ask"]
-    assert out["text"]["ask"].startswith("Does not fit: 571 MB of float16 shards exceed")
+    assert out["text"]["ask"].startswith(
+        "The shards do not fit here: needs 571 MB of shards; . has 571 MB free: request "
+        "scratch of 571 MB")
+    assert out["requests"]["paired_cohort"]["scratch"].endswith("request scratch of 592 MB")
     assert out["scenarios"]["paired_cohort"]["models"]["ecg"]["cheapest"]["choice"] == "no_fit"
     assert {t["choice"] for t in out["gpu_types"]} == {"no_fit"}     # no GPU type either
 

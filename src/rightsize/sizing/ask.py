@@ -111,6 +111,7 @@ def gpu_types(cfg: SizingConfig, scenarios: dict[str, Any],
             "notes": sorted({parts[m]["compute"].note for m in models}),
             "by_k": {str(k): {"wall_s_low": by_k[k]["wall_s_low"],
                               "wall_s_high": by_k[k]["wall_s_high"],
+                              "bound": by_k[k].get("bound"),
                               "gpu_hours_low": by_k[k].get("gpu_hours_low"),
                               "gpu_hours_high": by_k[k].get("gpu_hours_high")}
                      for k in ks(cfg.gpus)},
@@ -118,3 +119,17 @@ def gpu_types(cfg: SizingConfig, scenarios: dict[str, Any],
             "cost": None if chosen is None else cost(chosen, cfg.prices, 0, name),
         })
     return out
+
+
+def types_bound_note(types: list[dict[str, Any]]) -> str | None:
+    """When the GPU type does not change the time: every type at every k is bound by the
+    same part that is not compute (``writing``), said as a sentence; else None."""
+    bounds = {j.get("bound") for t in types for j in t["by_k"].values()}
+    if len(bounds) != 1 or None in bounds:
+        return None
+    bound = bounds.pop()
+    if "compute" in bound:
+        return None
+    return (f"Every GPU type at every count is bound by {bound}: the type does not change "
+            f"the wall clock here, so take the fewest GPUs of the cheapest type (or speed up "
+            f"{bound} first).")

@@ -150,9 +150,14 @@ def ask_sentence(result: dict[str, Any]) -> tuple[str, str]:
     fastest_words = (f"{_gpu_words(result, result['gpus'], gpu_how)} would take "
                      f"{_span(fastest)} ({gpu_h} GPU-hours), bound by {fastest['bound']}")
     if a["choice"] == "no_fit":
-        return ("Does not fit the disk",
-                f"Does not fit: {shards} exceed the space ({fits_words(result, a)}); make room "
-                f"or keep fewer layers first. Time, were it to fit: {cpu_words} would take "
+        from rightsize.sizing.request import scratch_words
+
+        disk = result["disk"]
+        need = scratch_words(a["storage_bytes"], disk.get("free_bytes"),
+                             disk.get("quota_bytes"), disk.get("path", "?"))
+        return (f"Request scratch: {need.split(';')[0]}",
+                f"The shards do not fit here: {need} (or keep fewer layers). Time, on "
+                f"scratch: {cpu_words} would take "
                 f"{_span(cpu)}; {fastest_words}"
                 f"{'; unknown: ' + unknown if unknown else ''} {tail}.{load}")
     if a["choice"] == "unknown":

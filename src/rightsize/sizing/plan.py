@@ -23,7 +23,7 @@ import logging
 from typing import Any
 
 from rightsize.errors import ParamsError
-from rightsize.sizing.ask import ask, fits, gpu_types
+from rightsize.sizing.ask import ask, fits, gpu_types, types_bound_note
 from rightsize.sizing.config import PAIRED, ModelSizing, ScenarioCount, SizingConfig
 from rightsize.sizing.gpu_files import check_gpu_files, gpu_files_report, pick_gpu_file
 from rightsize.sizing.summaries import before_after, bench_summary, where
@@ -293,10 +293,12 @@ def size_all(cfg: SizingConfig, benches: dict[str, dict[str, Any]],
                            "manifest_bytes": sum(r["manifest_bytes"] for r in rows.values()),
                            **disk_fit}
     hardware = _hardware(cfg, benches, gpus)
+    types = gpu_types(cfg, scenarios, _type_parts(cfg, counts, benches, gpu_files, disk),
+                      free, quota)
     result = {
         "ask": ask(cfg, scenarios, jobs, free, quota, hardware["cores"]),
-        "gpu_types": gpu_types(cfg, scenarios, _type_parts(cfg, counts, benches, gpu_files,
-                                                            disk), free, quota),
+        "gpu_types": types, "gpu_types_bound": types_bound_note(types),
+        "requests": requests(cfg, scenarios, jobs, disk, quota, benches, hardware["cores"]),
         "margin": cfg.margin,
         "scenarios": scenarios,
         "hardware": hardware,
@@ -316,6 +318,32 @@ def size_all(cfg: SizingConfig, benches: dict[str, dict[str, Any]],
     }
     result["text"] = describe(result)
     return result
+
+
+def requests(cfg: SizingConfig, scenarios: dict[str, Any],
+             jobs: dict[str, dict[str, dict[int, dict[str, Any]]]], disk: dict[str, Any],
+             quota: int | None, benches: dict[str, dict[str, Any]], cores: int
+             ) -> dict[str, Any]:
+    """The Slurm request of every scenario (:mod:`.request`), its models added up."""
+    from rightsize.sizing.request import scenario_request
+    from rightsize.sizing.timing import add_jobs
+
+    out = {}
+    for name, sc in scenarios.items():
+        models = list(sc["models"])
+        if not models:
+            continue
+        cpu = add_jobs({m: sc["models"][m]["cpu"] for m in models})
+        cpu["parts"] = {"startup": {"high_s": sum(
+            ((sc["models"][m]["cpu"]["parts"].get("startup") or {}).get("high_s") or 0.0)
+            for m in models)}}
+        by_k = {k: add_jobs({m: jobs[name][m][k] for m in models})
+                for k in range(1, cfg.gpus + 1)}
+        bench = next((benches[m] for m in models if benches[m].get("workers")),
+                     benches[models[0]])
+        out[name] = scenario_request(name, cpu, by_k, sc["storage_bytes"], disk, quota, cfg,
+                                     cores, bench)
+    return out
 
 
 def _type_parts(cfg: SizingConfig, counts: dict[str, dict[str, ScenarioCount]],

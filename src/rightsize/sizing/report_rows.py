@@ -30,7 +30,7 @@ def _cheapest_cell(row: dict[str, Any], deadline_h: float) -> str:
     c = row["cheapest"]
     opt = c["option"]
     if c["choice"] == "no_fit":
-        return "none: the shards do not fit the disk"
+        return "request scratch first: the shards do not fit the disk"
     if c["choice"] == "cpu":
         return f"CPU: {format_duration(opt['wall_s_low'], opt['wall_s_high'])}"
     if c["choice"] in ("gpu", "unknown"):
@@ -143,7 +143,8 @@ def gpu_type_table(result: dict[str, Any]) -> dict[str, Any] | None:
             cells.append(f"{format_duration(j['wall_s_low'], j['wall_s_high'])}, "
                          f"{format_hours(j['gpu_hours_low'], j['gpu_hours_high'])} GPU-h")
         pick = (f"{t['k']} GPU{'s' if t['k'] != 1 else ''}" if t["k"] else
-                "none: the shards do not fit the disk" if t["choice"] == "no_fit" else
+                "request scratch first: the shards do not fit the disk"
+                if t["choice"] == "no_fit" else
                 f"none within {result['deadline_h']:g} h / {result.get('margin', 1):g}")
         if t["choice"] == "unknown" and t["k"]:
             pick += " (unknown parts)"
@@ -160,7 +161,23 @@ def gpu_type_table(result: dict[str, Any]) -> dict[str, Any] | None:
                        f"committed GPU file of that type matches, else estimated from the "
                        f"measured FLOPs at sizing.estimate.utilisation of the type's published "
                        f"dense bf16 peak. Sources: "
-                       + "; ".join(f"{t['type']}: {t['source']}" for t in types) + "."}
+                       + "; ".join(f"{t['type']}: {t['source']}" for t in types) + "."
+                       + (f" {result['gpu_types_bound']}" if result.get("gpu_types_bound")
+                          else "")}
+
+
+def request_table(result: dict[str, Any]) -> dict[str, Any] | None:
+    """Per scenario the Slurm request to paste (:mod:`rightsize.sizing.request`)."""
+    reqs = result.get("requests") or {}
+    if not reqs:
+        return None
+    rows = [[name, "\n".join(r["lines"]) or "-", r["scratch"], r["why"]]
+            for name, r in reqs.items()]
+    return {"header": ["scenario", "#SBATCH request", "scratch", "why"], "rows": rows,
+            "caption": f"Each scenario's request, models one after another: --time is the slow "
+                       f"end times sizing.margin ({result.get('margin', 1):g}x); --mem the "
+                       f"measured peak memory times the margin; scratch against the free "
+                       f"space measured at sizing.disk.path ({result['disk']['path']})."}
 
 
 def _crops(n: int | None) -> str:
@@ -270,7 +287,7 @@ def describe(result: dict[str, Any]) -> dict[str, Any]:
     """The words for ``result``: answer, ask sentence, tables (in order) and notes."""
     answer, sentence = ask_sentence(result)
     tables = [scenario_table(result), layers_table(result), bench_table(result)]
-    for extra in (gpu_type_table(result), before_after_table(result)):
+    for extra in (request_table(result), gpu_type_table(result), before_after_table(result)):
         if extra is not None:
             tables.append(extra)
     return {"answer": answer, "ask": sentence, "tables": tables, "notes": notes(result)}
@@ -284,5 +301,7 @@ def table_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
     for cells in scen["rows"]:
         rows.append((cells[0], "; ".join(f"{h}: {c}" for h, c in
                                          zip(scen["header"][1:], cells[1:], strict=True))))
+    for name, r in (result.get("requests") or {}).items():
+        rows.append((f"request {name}", " ".join(r["lines"]) + f"; scratch: {r['scratch']}"))
     rows += [("note", n) for n in text["notes"]]
     return rows

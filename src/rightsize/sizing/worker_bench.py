@@ -54,7 +54,9 @@ def _worker(t0: float, size: str, crops: int, depth: int, threads: int,
                 if i >= warmup:
                     seconds.append(time.perf_counter() - start)
         rates[f"batch_{batch}"] = [batch / crops / s for s in seconds]
-    return {"startup_s": startup, "rates": rates}
+    from rightsize.measure import memory_hwm_mb
+
+    return {"startup_s": startup, "rates": rates, "peak_rss_mb": memory_hwm_mb()}
 
 
 def bench_workers(size: str, crops: int, depth: int, workers: int, threads: int,
@@ -86,4 +88,5 @@ def bench_workers(size: str, crops: int, depth: int, workers: int, threads: int,
             "warmup": warmup,
             "startup_s": statistics.median(startups), "startup_s_min": startups[0],
             "startup_s_max": startups[-1], "startup_s_each": startups,
+            "peak_rss_mb_per_worker": max(r["peak_rss_mb"] for r in results),
             "throughput": throughput}
