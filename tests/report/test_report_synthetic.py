@@ -65,6 +65,8 @@ def test_verdicts_say_synthetic_and_the_targets_are_named(synthetic):
     assert "**Does fusion beat concatenation on the synthetic cohort (test MAE of LVEF)?** " \
            "Synthetic cohort (a planted signal, not patients):" in verdicts
     assert "**What did run demo (synthetic) cost?** Synthetic demo run" in verdicts
+    gpu = next(line for line in verdicts.splitlines() if "need a GPU" in line)
+    assert gpu.endswith("Timed on the synthetic cohort (shaped as configured).")
     probes = synthetic.md.split("## Probes", 1)[1]
     for target in ("LVEF", "test MAE in EF points", "EF ≤ 40 %", "AUROC"):
         assert target in probes, target
@@ -83,6 +85,7 @@ def test_a_cohort_from_files_and_a_real_run_carry_no_synthetic_label(synthetic, 
     assert '<h2 id="probes">Probes</h2>' in built.html
     assert '<h3 id="run-demo">Run demo</h3>' in built.html
     assert "Synthetic cohort" not in built.md and "Synthetic demo run" not in built.md
+    assert "Timed on the synthetic cohort" not in built.md
     assert "LVEF" in built.md.split("## Probes", 1)[1]       # the targets are named anyway
     # the PNGs themselves (what `dvc plots diff` shows on their own) carry the stamp
     for name in ("probe_metrics", "probe_wall_clock", "demo_timeline", "demo_val_curve"):
