@@ -149,6 +149,8 @@ def check_writable(*paths: str | os.PathLike[str] | None, folder: bool = False) 
             raise InputError(f"{path}: is a directory (expected a file to write)")
         if folder and path.exists() and not path.is_dir():
             raise InputError(f"{path}: exists and is not a directory")
+        if folder and path.is_dir() and not os.access(path, os.W_OK | os.X_OK):
+            raise InputError(f"{path}: cannot write in this folder (permission denied)")
         parent = path.absolute().parent
         while not parent.exists():
             parent = parent.parent

@@ -102,8 +102,8 @@ def main(argv: list[str] | None = None) -> int:
     console.configure(quiet=args.quiet, debug=args.debug)
     previous = _raise_on_sigterm()
     try:
-        if getattr(args, "params", None):
-            _check_params_file(args.params)
+        if getattr(args, "params", None) and getattr(args, "check", None) is None:
+            _check_params_file(args.params)   # (cohort --check reads no params file)
         return int(args.func(args) or 0)
     except RightsizeError as exc:
         _traceback(args.debug)

@@ -46,6 +46,10 @@ BLOCKS = (
 
 # A run name becomes file names (metrics/telemetry/<name>.json, reports/figures/<name>_*.png)
 # and report text: letters, digits, dot, underscore and dash only, and no leading dot.
+#: The largest ``seed`` any block takes: numpy's legacy seeding stops at 2**32 - 1, and
+#: ``train.seed`` + ``train.seeds`` must stay below it.
+MAX_SEED = 2**31 - 1
+
 RUN_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")
 
 
@@ -156,6 +160,9 @@ def parse(cls: type[C], data: Any, key: str) -> C:
             values[name] = _coerce(hints[name], data[name], f"{key}.{name}")
         elif field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING:
             raise ParamsError(f"{key}.{name}: missing key")
+    seed = values.get("seed")
+    if isinstance(seed, int) and not 0 <= seed <= MAX_SEED:   # numpy and torch seeding range
+        raise ParamsError(f"{key}.seed: must be an integer from 0 to {MAX_SEED}, got {seed}")
     obj = cls(**values)
     check = getattr(obj, "validate", None)
     if callable(check):

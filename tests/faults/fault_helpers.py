@@ -83,6 +83,22 @@ def points(n_writes: int, k: int, seed: int) -> list[int]:
     return sorted(random.Random(seed).sample(range(1, n_writes + 1), min(k, n_writes)))
 
 
+def extract_corpus(root: Path, records: int = 4) -> Path:
+    """``root/params.yaml`` (the repository's, its ``extract`` block on a small encoder) and a
+    ``records``-record synthetic corpus under ``root/corpus`` (``rightsize ecg-demo``)."""
+    import yaml
+
+    params = yaml.safe_load((HERE.parents[1] / "params.yaml").read_text())
+    params["ecg_demo"].update(records=records, seconds=6.0)
+    params["extract"].update(records="corpus/record_list.csv", root="corpus", size="small",
+                             layers=[8], shard_records=2, batch_size=2, workers=1)
+    params["extract"]["slurm"].update(tasks=2, time_s=900)
+    (root / "params.yaml").write_text(yaml.safe_dump(params))
+    res = rightsize(["ecg-demo", "corpus", "--params", "params.yaml", "-q"], cwd=root)
+    assert res.rc == 0, res.err
+    return root
+
+
 def event_file(folder: Path, steps: int = 20, host: str = "h", pid: int = 1,
                wall: float = 1_700_000_000.0) -> Path:
     """A small valid event file (``Loss/train_step`` and ``Loss/val_epoch``) in ``folder``."""

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from fault_helpers import rightsize
+from fault_helpers import extract_corpus, rightsize
 
 from rightsize.errors import ParamsError
 from rightsize.extraction.slurm import SlurmJob, SlurmResources, job_script
@@ -42,16 +42,7 @@ def slurm_cluster() -> None:
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A folder with a 4-record synthetic corpus and a params file for the slurm executor."""
-    root = tmp_path_factory.mktemp("slurm_inject")
-    params = yaml.safe_load((ROOT / "params.yaml").read_text())
-    params["ecg_demo"].update(records=4, seconds=6.0)
-    params["extract"].update(records="corpus/record_list.csv", root="corpus", size="small",
-                             layers=[8], shard_records=2, batch_size=2)
-    params["extract"]["slurm"].update(tasks=2, time_s=900)
-    (root / "params.yaml").write_text(yaml.safe_dump(params))
-    res = rightsize(["ecg-demo", "corpus", "--params", "params.yaml", "-q"], cwd=root)
-    assert res.rc == 0, res.err
-    return root
+    return extract_corpus(tmp_path_factory.mktemp("slurm_inject"))
 
 
 def _with(corpus: Path, tmp: Path, **slurm: object) -> Path:

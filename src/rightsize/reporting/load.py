@@ -24,6 +24,15 @@ DETECTION = "benchmarks/results/token_detection.json"   # beside the metrics fol
 OK = "ok"
 
 
+def _kind(data: Any) -> str:
+    """``data``'s JSON kind in words, with its size for a container."""
+    if isinstance(data, dict):
+        return f"object of {len(data)} keys" if data else "empty object"
+    if isinstance(data, list):
+        return f"list of {len(data)} items" if data else "empty list"
+    return {bool: "boolean", str: "string", type(None): "null"}.get(type(data), "number")
+
+
 @dataclass(frozen=True)
 class Source:
     """One metrics file: where it is, what it held and whether it could be read."""
@@ -41,6 +50,9 @@ class Source:
         """One line for a section whose input is absent: names the file and why."""
         if self.status == MISSING:
             return f"Not run: {self.path} is missing"
+        if self.status == OK:   # read, but not the shape the section reads (e.g. ``[]``)
+            return (f"Not available: {self.path} does not hold what this section reads "
+                    f"(a JSON {_kind(self.data)})")
         return f"Not available: {self.path} is {self.status}"
 
 
