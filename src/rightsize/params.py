@@ -15,6 +15,7 @@ key that is no stage's block (:data:`BLOCKS`), bytes that are not UTF-8, a run n
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 import types
 import typing
@@ -199,7 +200,13 @@ def _coerce(tp: Any, value: Any, key: str) -> Any:
     if tp is float:
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise ParamsError(f"{key}: expected a number, got {value!r}")
-        return float(value)
+        try:
+            number = float(value)
+        except OverflowError:   # an integer past float's range
+            number = math.inf
+        if not math.isfinite(number):   # no params value means infinity (null does, where taken)
+            raise ParamsError(f"{key}: expected a finite number, got {value!r:.40}")
+        return number
     if tp is str:
         if not isinstance(value, str):
             raise ParamsError(f"{key}: expected a string, got {value!r}")

@@ -54,7 +54,7 @@ def test_an_unwritable_extraction_folder_with_a_shard_gone_is_exit_2(corpus, tmp
     ("evaluate", ["evaluate", "ecg", "--manifest", "m.parquet", "--model", "o",
                   "--json", "e.json"]),
 ])
-@pytest.mark.parametrize("seed", [-1, 2**31, 2**70])
+@pytest.mark.parametrize("seed", [-1])      # (the range, every block: test_params_fuzz)
 def test_a_seed_out_of_range_is_exit_2_naming_it(block, verb, seed, corpus, tmp_path):
     params = _params(corpus, tmp_path, block, seed=seed)   # item 12
     res = rightsize([*verb, "--params", params], cwd=tmp_path)
@@ -98,8 +98,7 @@ def test_cohort_check_outside_a_project_needs_no_params(project, sandbox):
     assert res.out.startswith(f"{project / 'manifest.parquet'}: ok: 120 subjects")
 
 
-@pytest.mark.parametrize(("text", "kind"), [("[]", "empty list"), ("{}", "empty object"),
-                                            ("3", "number"), ('{"a": 1}', "object of 1 keys")])
+@pytest.mark.parametrize(("text", "kind"), [("[]", "empty list"), ('{"a": 1}', "object of 1 keys")])
 def test_a_metrics_file_of_the_wrong_shape_is_never_called_ok(text, kind, corpus, tmp_path):
     metrics = tmp_path / "metrics"                         # item 19
     metrics.mkdir()
