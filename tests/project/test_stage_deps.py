@@ -113,10 +113,13 @@ def committed_copy(tmp_path: Path, pipeline_env: dict[str, str]) -> Path:
                             cwd=g.REPO, capture_output=True, check=True).stdout.decode()
     for rel in filter(None, listed.split("\0")):
         src = g.REPO / rel
-        if src.is_file() and rel.split("/")[0] in {"src", ".dvc", "measurements"} | {
+        if src.is_file() and rel.split("/")[0] in {"src", ".dvc", "measurements", "data"} | {
                 "dvc.yaml", "params.yaml", ".dvcignore", ".gitignore"}:
             (proj / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, proj / rel)
+    params = yaml.safe_load((proj / "params.yaml").read_text())
+    params["extract"]["to_cohort"] = ["t"]     # extract_to_cohort@t: no stage while it is []
+    (proj / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     env = pipeline_env
     _run(["git", "init", "-q"], proj, env)
     _run(["git", "add", "-A"], proj, env)

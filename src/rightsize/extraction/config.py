@@ -26,6 +26,9 @@ class ExtractConfig:
     style: ``config.json`` + ``*.safetensors``, or a state dict file loaded with
     ``weights_only=True``); ``null`` = seeded random weights, features for cost only.
     ``layers`` are hidden-state indices (0 = the embeddings output, ``k`` = after layer k).
+    ``to_cohort`` names the extractions of this record list that feed the probes: dvc.yaml's
+    ``extract_to_cohort@<name>`` stage writes ``data/cohort_files/ecg_<name>``, a dependency
+    of the ``cohort`` stage (docs/extract.md); ``[]`` = none.
     ``shard_records`` records make a shard, the unit of work and of resumption; batches of
     ``batch_size`` model inputs never cross a shard. ``workers`` processes (0 = one per
     ``threads_per_worker`` cores) each run torch on ``threads_per_worker`` threads: a fixed
@@ -48,6 +51,7 @@ class ExtractConfig:
     skip_bad: bool = False
     executor: str = "local"
     slurm: SlurmConfig = field(default_factory=SlurmConfig)   # --executor slurm's array
+    to_cohort: tuple[str, ...] = ()     # dvc.yaml: extract_to_cohort@<name> stages (a path part)
 
     def validate(self, key: str) -> None:
         """Raise ``ParamsError`` naming ``<key>.<field>`` for a bad value."""
@@ -74,6 +78,13 @@ class ExtractConfig:
                 and re.fullmatch(r"cpu|cuda(:[0-9]+)?", self.device) is not None,
                 f"{key}.device", f"must be cpu, cuda or cuda:N, got {self.device!r}")
         require(bool(self.records), f"{key}.records", "must name a record list")
+        for i, name in enumerate(self.to_cohort):
+            require(isinstance(name, str) and re.fullmatch(r"[A-Za-z0-9_-]{1,64}", name)
+                    is not None, f"{key}.to_cohort[{i}]",
+                    f"must be a name of letters, digits, _ or - (it becomes the folder "
+                    f"data/cohort_files/ecg_<name>), got {name!r}")
+        require(len(set(self.to_cohort)) == len(self.to_cohort), f"{key}.to_cohort",
+                f"lists a name twice: {list(self.to_cohort)}")
 
     @property
     def stored_layers(self) -> tuple[int, ...]:
