@@ -6,6 +6,10 @@ compares every leaf that is a model number. Timings, peak RSS, the hardware stam
 ``checkpoint_bytes`` (the sidecar holds wall-clock floats) are counted apart, not compared.
 
     python benchmarks/compare_metrics.py c278325
+    python benchmarks/compare_metrics.py --against saved/metrics   # a copy made before a change
+
+A revision's committed metrics come from the machine that committed them; on another CPU
+compare with ``--against`` a copy of ``metrics/`` that ``dvc repro`` wrote here before the change.
 """
 
 from __future__ import annotations
@@ -17,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
-NOT_MODEL = ("wall_clock_s", "peak_rss", "hardware", "step_s", "bootstrap_s", "checkpoint_bytes")
+NOT_MODEL = ("wall_clock_s", "peak_rss", "hardware", "machine", "step_s", "bootstrap_s",
+             "checkpoint_bytes")
 
 
 def flat(node: Any, prefix: str = "") -> dict[str, Any]:
@@ -29,14 +34,22 @@ def flat(node: Any, prefix: str = "") -> dict[str, Any]:
     return {prefix[:-1]: node}
 
 
-def compare(rev: str) -> tuple[int, list[str], list[str], int]:
+def _reference(rev: str | None, against: Path | None, f: str) -> str:
+    """The reference text of metrics file ``f``: a revision's or a saved copy's."""
+    if against is not None:
+        return (against / Path(f).relative_to("metrics")).read_text()
+    return subprocess.run(["git", "show", f"{rev}:{f}"], cwd=REPO, capture_output=True,
+                          text=True, check=True).stdout
+
+
+def compare(rev: str | None, against: Path | None = None
+            ) -> tuple[int, list[str], list[str], int]:
     """(identical keys, differing keys, keys only here, keys not compared)."""
     files = subprocess.run(["git", "ls-files", "metrics/train", "metrics/eval", "metrics/missing"],
                            cwd=REPO, capture_output=True, text=True, check=True).stdout.split()
     same, differ, added, skipped = 0, [], [], 0
     for f in (f for f in files if f.endswith(".json")):
-        old = flat(json.loads(subprocess.run(["git", "show", f"{rev}:{f}"], cwd=REPO,
-                                             capture_output=True, text=True, check=True).stdout))
+        old = flat(json.loads(_reference(rev, against, f)))
         new = flat(json.loads((REPO / f).read_text()))
         for key in sorted(set(old) | set(new)):
             if any(part in key for part in NOT_MODEL):
@@ -53,8 +66,12 @@ def compare(rev: str) -> tuple[int, list[str], list[str], int]:
 def main() -> None:
     """Print the comparison; exit 1 when a model number differs."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("rev", help="git revision whose committed metrics are the reference")
-    same, differ, added, skipped = compare(ap.parse_args().rev)
+    ap.add_argument("rev", nargs="?", help="git revision whose committed metrics are the reference")
+    ap.add_argument("--against", type=Path, help="a saved copy of metrics/ as the reference")
+    args = ap.parse_args()
+    if (args.rev is None) == (args.against is None):
+        ap.error("give a revision or --against DIR")
+    same, differ, added, skipped = compare(args.rev, args.against)
     print(f"{same} model keys identical, {len(differ)} differ, {len(added)} new, "
           f"{skipped} timing/size keys not compared")
     print("\n".join([*differ, *(f"new: {a}" for a in added)]))
