@@ -137,7 +137,8 @@ def test_run_names_are_plain_or_refused_before_any_verb(name, tmp_path_factory):
 
 
 # A few real runs: hostile strings where verbs take paths and names (the marker must not
-# appear), each exit 2 or 4 naming the key or the file, never 1.
+# appear), and sizes found by a subprocess sweep (-1, 0, 1e12 for every number of the cohort,
+# ecg_demo, extract and report blocks), each exit 2 or 4 naming the key or the file, never 1.
 RUNS = [
     ("ecg_demo", "records", "$(touch PWNED)", ["ecg-demo", "c"]),
     ("extract", "records", "`touch PWNED`.csv", ["extract", "--out", "o"]),
@@ -145,6 +146,7 @@ RUNS = [
     ("extract", "device", "cuda:$(touch PWNED)", ["extract", "--out", "o"]),
     ("extract", "weights", "$(touch PWNED)", ["extract", "--out", "o"]),
     ("cohort", "source", "`touch PWNED`", ["cohort", "--out", "m.parquet"]),
+    ("cohort", "ecg_dim", 10**12, ["cohort", "--out", "m.parquet"]),   # was MemoryError, exit 1
 ]
 
 
@@ -161,6 +163,6 @@ def test_hostile_strings_in_real_verbs(block, key, value, verb, corpus, tmp_path
     res = rightsize([*verb, "--params", tmp_path / "params.yaml"], cwd=corpus, timeout=120)
     assert res.rc in (2, 4), res.err
     line = res.error_line()
-    assert f"{block}.{key}" in line or value in line, line
+    assert f"{block}.{key}" in line or str(value) in line, line
     assert not list(corpus.rglob("PWNED")) and not list(tmp_path.rglob("PWNED"))
     assert not (ROOT / "PWNED").exists()

@@ -106,6 +106,9 @@ class CohortConfig:
         for name in ("n_subjects", "echo_dim", "ecg_dim", "max_clips", "row_group_size"):
             require(getattr(self, name) >= 1, f"{key}.{name}", "must be a positive integer")
         require(self.max_clips <= 4096, f"{key}.max_clips", "must be at most 4096")
+        for name in ("echo_dim", "ecg_dim"):   # embedding widths (768, 1024 here); a typo's
+            require(getattr(self, name) <= 65536, f"{key}.{name}",   # TiB is no cohort
+                    "must be at most 65536 (an embedding width)")
         if self.ecg_tokens is None:
             require(self.source == "files", f"{key}.ecg_tokens",
                     "must be a positive integer (null, inferring it from the ECG input, "
