@@ -96,3 +96,13 @@ def test_the_report_says_when_the_sizing_came_from_another_machine():
     assert machine.stamp()["words"] in elsewhere
     _, unstamped = sizing_answer(Source(Path("metrics/sizing.json"), {"text": text}, OK))
     assert "no machine stamp" in unstamped
+
+
+def test_a_verdict_names_the_other_machine_its_timings_came_from():
+    from rightsize.reporting.provenance import elsewhere_words
+
+    other = {"id": "0" * 12, "words": "AMD EPYC (AVX-512), 2 cores, 23.5 GiB, no GPU"}
+    assert elsewhere_words({"machine": machine.stamp()}) == ""
+    assert elsewhere_words({"machine": other}) == \
+        f" (measured on {other['words']} (not this machine))"
+    assert elsewhere_words({"hardware": {}}) == " (no machine stamp: maybe not this machine)"

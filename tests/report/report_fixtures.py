@@ -106,7 +106,7 @@ def eval_json(probe: str) -> dict:
            "mean_predictor_mae": 10.2, "params": 769 + 100_000 * k,
            "checkpoint_bytes": 4 * (769 + 100_000 * k) + 1200,
            "wall_clock_s": {"train": train_s, "eval": eval_s, "total": train_s + eval_s},
-           "peak_rss_mb": rss, "hardware": dict(HARDWARE)}
+           "peak_rss_mb": rss, "hardware": dict(HARDWARE), "machine": stamp()}
     offsets = SEED_OFFSETS[probe]
     per_seed = [mae + o for o in offsets]
     sd = 0.0 if len(set(per_seed)) == 1 else float(np.std(per_seed, ddof=1))
@@ -143,7 +143,7 @@ def token_cost_json(scale: float = 1.0) -> dict:
                              else "fused_pooled"}
              for n, (s, r, b) in TOKEN_COST.items()}
     return {"probe": "fused", "seeds": 1, "epochs": 50,
-            "epochs_timed": 3, "cases": cases, "hardware": dict(HARDWARE)}
+            "epochs_timed": 3, "cases": cases, "hardware": dict(HARDWARE), "machine": stamp()}
 
 
 def write_curve(path: Path, epochs: int, seed: int) -> None:

@@ -83,7 +83,8 @@ def test_report_opens_with_verdicts_carrying_measurements(full_build):
     assert f"this machine's 1 core ({stamp()['words']}, measured) would take 233 h" in sizing_line
     assert "8 GPUs (A100 SXM, estimated; 8 CPU cores per GPU) would take 19 min" in sizing_line
     assert "ecg 1,000,000 ECG records, source: MIMIC-IV-ECG v1.0 (PhysioNet)" in sizing_line
-    assert "fits the 52 GB free at . (when sizing ran): NO" in sizing_line and "the 500 GB quota: NO" in sizing_line
+    assert "fits the 52 GB free at . (when sizing ran): NO" in sizing_line
+    assert "the 500 GB quota: NO" in sizing_line
     section = md.split("Re-extraction sizing: cheapest hardware first", 1)[1]
     assert "| tokens per record | 500 | 93 (ecg base, 1 crop, output shapes) |" in section
     assert "| storage | 3.07 TB | 571 GB |" in section
@@ -145,7 +146,7 @@ def test_probe_sections(full_build):
     assert "| L4 (121 TF bf16 dense, 24 GB; estimated) |" in sizing
     assert "| paired_cohort / ecg | 1,173 ECG records (synthetic cohort: manifest) |" in sizing
     assert "| ecg | hubert_ecg base | 93 x 1 = 93 | 19.1 GFLOP | 1.2 at batch 4 | 200 | " \
-           "Intel(R) Xeon(R) CPU" in sizing
+           f"this machine ({stamp()['words']}), 1 threads" in sizing
     assert "assumes bf16 tensor cores" in sizing
     assert "the target machine's disk must be measured there" in sizing
     assert "| device | cpu |" in probes and "| torch | 2.13.0+cpu |" in probes

@@ -19,6 +19,17 @@ def measured_where(data: Any) -> str:
     return machine_phrase(data)
 
 
+def elsewhere_words(data: Any) -> str:
+    """`` (measured on AMD EPYC ..., not this machine)`` after a hardware phrase, or
+    `` (no machine stamp: maybe not this machine)``; empty when measured here."""
+    same = same_machine(data)
+    if same:
+        return ""
+    if same is None:
+        return " (no machine stamp: maybe not this machine)"
+    return f" (measured on {machine_phrase(data)})"
+
+
 def caveat(data: Any, what: str) -> str:
     """A sentence for ``what`` (e.g. "These timings") when ``data`` was measured on another
     machine or carries no machine stamp; empty when it was measured on this one."""

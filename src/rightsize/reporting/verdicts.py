@@ -18,6 +18,7 @@ from rightsize import fmt
 from rightsize.fmt import get, num
 from rightsize.reporting.config import ReportConfig
 from rightsize.reporting.load import ReportInputs, Source
+from rightsize.reporting.provenance import elsewhere_words
 
 GPU_QUESTION = "Do probe training and evaluation need a GPU?"
 FUSION_QUESTION = "Does fusion beat concatenation (test MAE)?"
@@ -96,7 +97,8 @@ def probe_gpu_verdict(inputs: ReportInputs, cfg: ReportConfig) -> Verdict:
     devices = sorted({str(get(d, "hardware.device", "cpu")) for d in present.values()})
     on_gpu = [d for d in devices if not d.lower().startswith("cpu")]
     missing = [p for p in inputs.probes if p not in measured]
-    where = f"{_hardware_phrase(hw)}, peak RSS {fmt.megabytes(peak)}"
+    where = (f"{_hardware_phrase(hw)}{elsewhere_words(next(iter(present.values())))}, "
+             f"peak RSS {fmt.megabytes(peak)}")
     n = len(measured)
     if on_gpu:
         return Verdict(
@@ -268,7 +270,8 @@ def token_cost_verdict(src: Source, cfg: ReportConfig, seeds: int = 1) -> Verdic
                 f"{fmt.seconds(worst)} (an estimate: {seeds} times one seed; the replicas "
                 "train together in one process, which costs less)" if seeds > 1 else "")
     text = (f"probe training at token-level ECG: fused train + evaluate {per} tokens on "
-            f"{_hardware_phrase(get(d, 'hardware') or {})} (one seed, whole process; {basis}),"
+            f"{_hardware_phrase(get(d, 'hardware') or {})}{elsewhere_words(d)} (one seed, "
+            f"whole process; {basis}),"
             f" peak RSS {fmt.megabytes(num(top, 'peak_rss_mb'))} at "
             f"{fmt.integer(num(top, 'ecg_tokens'))}{estimate}; within the CPU budget "
             f"({fmt.seconds(cfg.cpu_budget_s)}): {'yes' if within else 'no'}")
