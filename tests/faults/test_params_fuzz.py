@@ -166,3 +166,37 @@ def test_hostile_strings_in_real_verbs(block, key, value, verb, corpus, tmp_path
     assert f"{block}.{key}" in line or str(value) in line, line
     assert not list(corpus.rglob("PWNED")) and not list(tmp_path.rglob("PWNED"))
     assert not (ROOT / "PWNED").exists()
+
+
+# The fields of metrics files the report reads: every JSON file of a real metrics folder
+# (the repository's, when the pipeline has run) with every value replaced.
+def _poison(node: Any, value: Any) -> Any:
+    if isinstance(node, dict):
+        return {k: _poison(v, value) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_poison(v, value) for v in node]
+    return value
+
+
+OPEN_REPORT = pytest.mark.xfail(strict=True, reason="open: reporting/verdicts.py "
+                                "fusion_verdict subtracts None (exit 1) when eval files lack "
+                                "test.mae (docs/failures.md)")
+
+
+@pytest.mark.parametrize("shape", ["negative", pytest.param("list", marks=OPEN_REPORT),
+                                   pytest.param("string", marks=OPEN_REPORT)])
+def test_the_report_on_poisoned_metrics_files_is_never_exit_1(shape, corpus, tmp_path):
+    import json
+    import shutil
+
+    if not (ROOT / "metrics" / "eval").is_dir():
+        pytest.skip("metrics/ has no eval files: run dvc repro first")
+    metrics = tmp_path / "metrics"
+    shutil.copytree(ROOT / "metrics", metrics)
+    for f in metrics.rglob("*.json"):
+        doc = json.loads(f.read_text())
+        f.write_text(json.dumps({"negative": _poison(doc, -1), "list": [],
+                                 "string": _poison(doc, "x")}[shape]))
+    res = rightsize(["report", "--params", corpus / "params.yaml", "--metrics", metrics,
+                     "--out", tmp_path / "r", "-q"], cwd=tmp_path)
+    assert res.rc in (0, 2, 4) and "Traceback" not in res.err, res.err[-400:]
