@@ -54,7 +54,7 @@ def test_the_prediction_sits_beside_the_run_and_names_the_bench_host(corpus: Pat
     from rightsize.extraction.config import ExtractConfig
 
     cfg = load_block(corpus / "params.yaml", "extract", ExtractConfig)
-    want = _prediction((b, json.loads(sizing.read_text())["disk"]), cfg, _shards_of(6, 2))
+    want = _prediction((b, json.loads(sizing.read_text())["disk"], None), cfg, _shards_of(6, 2))
     assert m["shard_sizes"] == [2, 2, 2]
     check = m["prediction_check"]
     assert check["predicted_wall_s_low"] == want["wall_s_low"] > b["workers"]["startup_s_min"]

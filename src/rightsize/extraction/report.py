@@ -65,6 +65,7 @@ def run_metrics(plan: Plan, stats: RunStats, wall_s: float, records: int, worker
         "shards_in_corpus": plan.shards, "task": None if task is None else f"{task[0]}/{task[1]}",
         "workers": workers, "threads_per_worker": cfg.threads_per_worker,
         "batch_size": cfg.batch_size, "shard_records": cfg.shard_records,
+        "crops_per_record": cfg.crops_per_record,
         "shard_sizes": [len(range(s * cfg.shard_records, min((s + 1) * cfg.shard_records,
                                                               len(plan.records))))
                         for s in plan.todo],

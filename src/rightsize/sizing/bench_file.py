@@ -97,3 +97,26 @@ def check_sizing_file(data: object, name: str) -> dict[str, Any]:
             raise DataError(f"{name}: disk.read must be a mapping or null")
         check_rate(disk["read"], "bytes_per_s", f"{name}: disk.read", required=True)
     return disk
+
+
+def check_scenarios(data: dict[str, Any], name: str) -> dict[str, Any] | None:
+    """A sizing result's scenarios and benches (what a pilot re-predicts), checked; None
+    when the file has none (a disk measurement only)."""
+    scenarios = data.get("scenarios")
+    if scenarios is None:
+        return None
+    if not isinstance(scenarios, dict):
+        raise DataError(f"{name}: scenarios must be a mapping")
+    for scen, block in scenarios.items():
+        models = block.get("models") if isinstance(block, dict) else None
+        if not isinstance(models, dict):
+            raise DataError(f"{name}: scenarios.{scen}.models must be a mapping")
+        for model, row in models.items():
+            records = row.get("records") if isinstance(row, dict) else None
+            if not isinstance(records, int) or isinstance(records, bool) or records <= 0 \
+                    or not isinstance(row.get("cpu"), dict):
+                raise DataError(f"{name}: scenarios.{scen}.models.{model} needs a positive "
+                                f"records count and a cpu option")
+    if not isinstance(data.get("benches", {}), dict):
+        raise DataError(f"{name}: benches must be a mapping")
+    return data

@@ -109,7 +109,7 @@ def _compute_per_record(bench: dict[str, Any], shape: RunShape) -> tuple[float, 
             f"worker (assumed linear in threads: the bench has no worker timing){cut}")
 
 
-def _finish(shards: tuple[int, ...], workers: int, per_record: float, start: float) -> float:
+def finish(shards: tuple[int, ...], workers: int, per_record: float, start: float) -> float:
     """When the last worker finishes: shards taken in order by the first free worker."""
     free = [start] * max(1, min(workers, len(shards)))
     heapq.heapify(free)
@@ -140,7 +140,7 @@ def predict_cpu_run(bench: dict[str, Any], shape: RunShape, disk: dict[str, Any]
     ends = {}
     for end, c, p, s in (("low", c_lo, p_lo, s_lo), ("high", c_hi, p_hi, s_hi)):
         per = c + p + w_s
-        ends[end] = {"wall": _finish(shape.shard_sizes, w, per, s or 0.0),
+        ends[end] = {"wall": finish(shape.shard_sizes, w, per, s or 0.0),
                      "compute": n * c / w, "preprocessing": n * p / w, "writing": n * w_s / w}
     parts: dict[str, Any] = {
         "compute": {"low_s": ends["low"]["compute"], "high_s": ends["high"]["compute"],

@@ -301,7 +301,26 @@ def table_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
     for cells in scen["rows"]:
         rows.append((cells[0], "; ".join(f"{h}: {c}" for h, c in
                                          zip(scen["header"][1:], cells[1:], strict=True))))
-    for name, r in (result.get("requests") or {}).items():
-        rows.append((f"request {name}", " ".join(r["lines"]) + f"; scratch: {r['scratch']}"))
+    for sentence in text.get("pilot") or []:
+        rows.append(("pilot", sentence))
     rows += [("note", n) for n in text["notes"]]
     return rows
+
+
+def request_text(result: dict[str, Any]) -> str:
+    """Every scenario's Slurm request as lines to paste (the pilot's where there is one)."""
+    out = []
+    pilot = result.get("pilot") or {}
+    for name, r in (result.get("requests") or {}).items():
+        if not r["lines"]:
+            continue
+        out.append(f"# {name}: {r['why']}; memory from {r.get('mem_how', '?')}")
+        out += r["lines"]
+        out.append(f"# scratch: {r['scratch']}")
+        p = (pilot.get("requests") or {}).get(name)
+        if p and p["lines"]:
+            out.append(f"# {name} from the pilot ({pilot['records']} records on "
+                       f"{pilot['machine']}): {p['why']}")
+            out += p["lines"]
+        out.append("")
+    return "\n".join(out) + ("\n" if out else "")

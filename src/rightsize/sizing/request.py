@@ -106,7 +106,7 @@ def scenario_request(name: str, cpu: dict[str, Any], by_k: dict[int, dict[str, A
         mem, mem_how = _mem_gb(bench, workers, margin)
         out.update(option="cpu", array=array, cpus_per_task=cores, gres=None,
                    time_s=(s_hi + work / array) * margin, mem_gb=mem,
-                   why=(f"this machine's {cores} cores meet the deadline" if array == 1 else
+                   why=(f"one task of {cores} cores meets the deadline" if array == 1 else
                         f"{array} tasks of {cores} cores, each "
                         f"{format_duration(s_hi + work / array)} at the slow end, meet the "
                         f"{cfg.deadline_h:g} h deadline with the {margin:g}x margin"))

@@ -117,19 +117,20 @@ def _config(args: argparse.Namespace) -> Any:
     return cfg
 
 
-def _prediction_inputs(args: argparse.Namespace, cfg: Any) -> tuple[Any, Any] | None:
+def _prediction_inputs(args: argparse.Namespace, cfg: Any) -> tuple[Any, Any, Any] | None:
     """The bench and the disk measurement the prediction uses, read and checked before any
     work (exit 4 naming the file: not a bench, a bad rate, another model, size, geometry or
     batch); None without --bench/--sizing."""
     if not args.bench or not args.sizing:
         return None
-    from rightsize.sizing.bench_file import check_bench, check_sizing_file
+    from rightsize.sizing.bench_file import check_bench, check_scenarios, check_sizing_file
     from rightsize.sizing.predict import check_bench_fits
 
     bench = check_bench(_read_json(args.bench), args.bench)
-    disk = check_sizing_file(_read_json(args.sizing), args.sizing)
+    sizing = _read_json(args.sizing)
+    disk = check_sizing_file(sizing, args.sizing)
     check_bench_fits(bench, _shape(cfg, (1,)), args.bench)
-    return bench, disk
+    return bench, disk, check_scenarios(sizing, args.sizing)
 
 
 def _shape(cfg: Any, shard_sizes: tuple[int, ...]) -> Any:
@@ -144,14 +145,14 @@ def _shape(cfg: Any, shard_sizes: tuple[int, ...]) -> Any:
                     shard_sizes=shard_sizes, device=cfg.device)
 
 
-def _prediction(inputs: tuple[Any, Any] | None, cfg: Any, shard_sizes: tuple[int, ...]
+def _prediction(inputs: tuple[Any, Any, Any] | None, cfg: Any, shard_sizes: tuple[int, ...]
                 ) -> dict[str, Any] | None:
     """The ask's CPU prediction for these shards, or None without --bench/--sizing."""
     if inputs is None or not sum(shard_sizes):
         return None
     from rightsize.sizing.predict import predict_cpu_run
 
-    bench, disk = inputs
+    bench, disk, _ = inputs
     return predict_cpu_run(bench, _shape(cfg, shard_sizes), disk)
 
 
@@ -194,7 +195,7 @@ def run_extract(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace, cfg: Any, records: Any, task: tuple[int, int] | None,
-         inputs: tuple[Any, Any] | None) -> int:
+         inputs: tuple[Any, Any, Any] | None) -> int:
     from rightsize.extraction.finalize import errors_csv
     from rightsize.extraction.report import close_if_complete, run_metrics
     from rightsize.extraction.run import BadRecordError, default_workers, make_plan, run_local
@@ -233,6 +234,11 @@ def _run(args: argparse.Namespace, cfg: Any, records: Any, task: tuple[int, int]
         metrics["prediction"] = prediction
         metrics["prediction_check"] = compare(
             prediction, wall, {**metrics["parts_wall_s"], STARTUP: metrics["startup_and_other_s"]})
+    if inputs is not None and inputs[2] is not None and todo_records:
+        from rightsize.sizing.pilot import pilot_block, pilot_words
+
+        pilot = pilot_block(metrics, "this run", inputs[2])
+        metrics["pilot"] = {**pilot, "words": pilot_words(pilot)}
     if args.metrics:
         console.emit_json(args.metrics, metrics)
     if args.headline:

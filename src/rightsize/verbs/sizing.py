@@ -58,6 +58,11 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                     help="committed GPU bench files (default: measurements/gpu)")
     sz.add_argument("--json", help="write the result JSON here (atomically); '-' prints it on "
                                    "stdout instead of the table")
+    sz.add_argument("--pilot", metavar="JSON",
+                    help="a pilot extraction's metrics (metrics/extract.json): each ECG "
+                         "scenario re-predicted from its measured seconds per record and "
+                         "start-up, beside the bench's, with the pilot's machine named, and "
+                         "the CPU request from it")
     sz.add_argument("--job-script",
                     help="write the ask's Slurm job script here (what `rightsize extract "
                          "--executor slurm --dry-run` prints, with the ask's GPUs and time)")
@@ -121,6 +126,24 @@ def _shard_shape(cfg: Any, benches: dict[str, dict[str, Any]]) -> tuple[int, ...
     return (ms.layers_kept, vectors_per_record(b, ms), int(b["hidden_size"]))
 
 
+def _pilot(path: str | None) -> dict[str, Any] | None:
+    """The pilot run's metrics, read and checked before any measuring (exit 4 naming it)."""
+    if path is None:
+        return None
+    import json
+
+    from rightsize.errors import DataError, InputError
+    from rightsize.sizing.pilot import check_pilot
+
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read the pilot ({exc.strerror or exc})") from None
+    except ValueError as exc:
+        raise DataError(f"{path}: not valid JSON: {exc}") from None
+    return check_pilot(data, path)
+
+
 def run_sizing(args: argparse.Namespace) -> int:
     """``rightsize sizing``: measure the disk, size every scenario; table and JSON."""
     from rightsize.machine import stamp as machine_stamp
@@ -145,6 +168,7 @@ def run_sizing(args: argparse.Namespace) -> int:
     from rightsize.sizing.gpu_files import check_gpu_files
 
     check_gpu_files(gpu_files, cfg.gpu)          # before the disk is measured: fail fast
+    pilot = _pilot(args.pilot)
     paired = paired_counts(Path(args.manifest), benches)
     input_bytes = next((b["preprocess"]["record_file_bytes"] for b in benches.values()
                         if isinstance(b.get("preprocess"), dict)
@@ -154,6 +178,13 @@ def run_sizing(args: argparse.Namespace) -> int:
     disk = measure_disk(d.path, _shard_shape(cfg, benches), d.write_mb, d.shard_mb, d.format,
                         input_bytes, d.read_files)
     result = size_all(cfg, benches, gpu_files, paired, disk)
+    if pilot is not None:
+        from rightsize.sizing.pilot import pilot_block, pilot_requests, pilot_words
+
+        block = pilot_block(pilot, args.pilot, result)
+        block["requests"] = pilot_requests(block, pilot, result, cfg)
+        result["pilot"] = block
+        result["text"]["pilot"] = pilot_words(block)
     result["machine"] = machine_stamp()
     if args.json:
         console.emit_json(args.json, result)
@@ -169,7 +200,12 @@ def run_sizing(args: argparse.Namespace) -> int:
     if args.json == "-":
         return 0
     if not console.quiet():
+        import sys
+
+        from rightsize.sizing.report_rows import request_text
+
         console.print_table("re-extraction sizing", table_rows(result))
+        sys.stdout.write(request_text(result))
     if args.json:
         console.info(f"wrote {args.json}")
     return 0
