@@ -46,3 +46,14 @@ def test_report_figures_are_image_plots_where_the_report_writes_them():
     folder = out[out.index("--out") + 1]
     images = [name for name, props in _entries(DVC["plots"]) if props is None]
     assert f"{folder}/{FIGURE_DIR}" in images
+
+
+def test_custom_templates_are_committed_and_every_seed_is_plotted():
+    data = dict(_entries(DVC["plots"]))
+    seeds = data["metrics/curves_seeds"]
+    template = g.REPO / ".dvc/plots" / f"{seeds['template']}.json"
+    assert template.is_file()
+    assert '"<DVC_METRIC_DATA>"' in template.read_text(encoding="utf-8")
+    train = DVC["stages"]["train"]["do"]
+    assert "--seed-curves 'metrics/curves_seeds/${item}.csv'" in train["cmd"]
+

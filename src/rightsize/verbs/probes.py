@@ -52,6 +52,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--out", required=True, help="model directory to write")
     p.add_argument("--events", default=None, help="directory for the tfevents file")
     p.add_argument("--curve", default=None, help="CSV of epoch,train_loss,val_loss")
+    p.add_argument("--seed-curves", default=None, metavar="CSV",
+                   help="CSV of seed,epoch,train_loss,val_loss: every replica's losses")
     p.add_argument("--metrics", default=None,
                    help="JSON of training metrics ('-' prints it on stdout)")
     p.add_argument("--eval-json", default=None, metavar="JSON",
@@ -159,7 +161,8 @@ def train_and_save(args: argparse.Namespace, cfg: Any, device: str, ecfg: Any,
     from rightsize.output_set import OutputSet
 
     check_writable(args.out, args.events, folder=True)
-    check_writable(args.curve, args.metrics, args.eval_json, args.missing_json, args.headline)
+    check_writable(args.curve, args.metrics, args.eval_json, args.missing_json, args.headline,
+                   getattr(args, "seed_curves", None))
     # Every output is staged and renamed in together at the end, the model folder first out
     # and last in: a failure or kill before then (a full disk included) leaves the previous
     # run's set whole, and a model folder in place has its own run's logs and metrics.
@@ -178,7 +181,7 @@ def _train(args: argparse.Namespace, cfg: Any, device: str, ecfg: Any, outputs: 
     from rightsize.probes.engine.checkpoint import save_checkpoint
     from rightsize.probes.engine.integrity import record_contents
     from rightsize.probes.engine.replicas import save_replicas, seed_list
-    from rightsize.probes.engine.runlog import RunLog
+    from rightsize.probes.engine.runlog import RunLog, replica_curves_csv
     from rightsize.probes.engine.train import train_seeds
     from rightsize.probes.evaluation.spread import train_spread
 
@@ -190,6 +193,8 @@ def _train(args: argparse.Namespace, cfg: Any, device: str, ecfg: Any, outputs: 
                                        on_epoch=_epoch_note(bar) if bar.enabled else None,
                                        outputs=outputs) as runlog:
         fits = train_seeds(args.probe, arrays, cfg, device, runlog)
+    if getattr(args, "seed_curves", None):
+        outputs.write_text(args.seed_curves, replica_curves_csv(fits, seed_list(cfg)))
     fit = fits[0]
     peak_train = peak_rss_mb()
     hardware = hardware_stamp(cfg.threads, device)

@@ -25,8 +25,9 @@ import os
 import shutil
 import socket
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from rightsize.atomic import no_space, staged_dir, write_text
 from rightsize.output_set import OutputSet
@@ -34,6 +35,16 @@ from rightsize.telemetry.writer import EventWriter
 
 EVENT_GLOB = "events.out.tfevents.*"
 PARTIAL = ".partial-"
+
+
+def replica_curves_csv(fits: Sequence[Any], seeds: Sequence[int]) -> str:
+    """Every replica's per-epoch losses, long format ``seed,epoch,train_loss,val_loss``
+    (``fits[k]`` trained from ``seeds[k]``; replica 0's rows are the ``--curve`` CSV's)."""
+    lines = ["seed,epoch,train_loss,val_loss"]
+    for seed, fit in zip(seeds, fits, strict=True):
+        lines += [f"{seed},{e},{t!r},{v!r}"
+                  for e, (t, v) in enumerate(zip(fit.train_loss, fit.val_loss, strict=True), 1)]
+    return "\n".join(lines) + "\n"
 
 
 class RunLog:
