@@ -64,6 +64,14 @@ def event_count(n_tokens: int, ecg_events: int) -> int:
     return max_windows(k, int(ecg_events)) if k else int(ecg_events)
 
 
+def token_layout_name(n_tokens: int, n_events: int) -> str:
+    """``one_token`` (every token its own event), ``hubert`` (HuBERT-ECG's layout) or
+    ``runs`` (the abstract layout): how :func:`token_event_map` lays the events out."""
+    if n_events >= n_tokens:
+        return "one_token"
+    return "hubert" if crops(n_tokens) else "runs"
+
+
 def token_event_map(n_tokens: int, n_events: int, leads: int = LEADS) -> np.ndarray:
     """``(N,)`` int64: the event of each token, -1 where a token is in none (module
     docstring: one event per token, the HuBERT layout, or runs)."""

@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 
 from rightsize.cohort.config import CohortConfig
-from rightsize.cohort.planted_tokens import WEIGHT_TOKEN
+from rightsize.cohort.planted_tokens import WEIGHT_TOKEN, token_layout_name
 from rightsize.cohort.synthetic import LVEF_RANGE, SyntheticCohort
 from rightsize.probes.engine.data import feature_moments
 
@@ -126,6 +126,9 @@ def planted_ceiling(cfg: CohortConfig, pca_rank: int) -> dict[str, Any]:
     no_token = np.clip(base + WEIGHT_TOKEN * content.mean(axis=1), *LVEF_RANGE)
     return {
         "ecg_tokens": tokens.n_tokens, "ecg_events": tokens.n_events,
+        "layout": token_layout_name(tokens.n_tokens, tokens.n_events),
+        "ecg_event_leads": int(cfg.ecg_event_leads),
+        "ecg_event_energy": cfg.ecg_event_energy, "ecg_event_gain": float(cfg.ecg_event_gain),
         "code_dim": int(tokens.codes.shape[1]),
         "nearest_code_cosine": float(gram.max(axis=1).mean()),
         "uniform": float(tokens.span[rows].mean()) / (1 + tokens.n_tokens),

@@ -1,0 +1,145 @@
+"""Render ``token_detection.jsonl`` (benchmarks/token_detection.py) as the detection table.
+
+One row per (ECG tokens, train subjects, event leads, energy), pooling the cohort seeds run:
+the share of fused replicas whose validation-chosen head puts at least ``FOUND`` on the event,
+that head's test weight (mean, sd), the told learner's weight beside its null, and the fused
+probe's paired gain over concat (concat − fused test MAE, mean and 95% t-interval over every
+replica of the cell). Writes ``token_detection.md``, ``.json`` (the report reads it) and
+``.png`` (with the hardware stamp).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ENERGY_KEY = "cohort.ecg_event_gain"
+
+
+def summarise(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The table's rows from the log's replicas."""
+    from rightsize.probes.evaluation.paired import paired_difference
+    from rightsize.probes.evaluation.planted import FOUND
+    from token_detection import energy_ratio
+
+    cells: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
+    for r in lines:
+        cells[(r["tokens"], r["train"], r["leads"], r["gain"])].append(r)
+    rows = []
+    for (tokens, train, leads, gain), rs in sorted(cells.items()):
+        probes = [r for r in rs if r["kind"] == "probes"]
+        told = [r["weight"] for r in rs if r["kind"] == "told_learner"]
+        heads = np.array([r["best_head_val"] for r in probes])
+        gain_ci = paired_difference([r["concat_mae"] for r in probes],
+                                    [r["fused_mae"] for r in probes])
+        rows.append({
+            "ecg_tokens": tokens, "train_subjects": train, "event_leads": leads,
+            "energy": gain, "energy_key": ENERGY_KEY, "energy_ratio": energy_ratio(gain),
+            "cohort_seeds": sorted({r["cohort_seed"] for r in rs}), "n_seeds": len(probes),
+            "found_share": float((heads >= FOUND).mean()),
+            "best_head_val_mean": float(heads.mean()),
+            "best_head_val_sd": float(heads.std(ddof=1)) if len(heads) > 1 else 0.0,
+            "best_heads": [round(float(h), 4) for h in heads],
+            "told_learner_weight_mean": float(np.mean(told)) if told else None,
+            "told_learner_weights": [round(float(w), 4) for w in told],
+            "null_weight": leads / tokens,     # |event| / N: one token per lead
+            "fused_mae_mean": float(np.mean([r["fused_mae"] for r in probes])),
+            "concat_mae_mean": float(np.mean([r["concat_mae"] for r in probes])),
+            "mae_gain": {"mean": gain_ci.mean, "lo": gain_ci.lo, "hi": gain_ci.hi,
+                         "n": gain_ci.n},
+        })
+    return rows
+
+
+def markdown(rows: list[dict[str, Any]], command: str, hardware: str, found: float) -> str:
+    """The table as markdown, with how it was made."""
+    out = [
+        "# Token detection: is a planted ECG event found? (split energy, HuBERT-ECG layout)",
+        "",
+        f"Made by `{command}` on {hardware}." if command else f"Hardware: {hardware}.",
+        "",
+        f"*found*: share of fused replicas whose validation-chosen head puts >= {found} of its "
+        "weight on the event's tokens (test split). *energy*: the event's ECG energy (code + "
+        "content, summed over its tokens) / one token's noise energy "
+        "(`cohort.ecg_event_gain` g: 1.7 g²). Gain: concat − fused test MAE, paired by "
+        "replica, 95% t-interval. Told learner: the learnable reference "
+        "(docs/tokens.md), beside its null |event|/N.",
+        "",
+        "| tokens | train | leads | g | energy | cohort seeds | replicas | found | best head "
+        "(val-chosen) | per replica | told learner | null | fused MAE | concat MAE | "
+        "gain [95% CI] |",
+        "|---:|---:|---:|---:|---:|---|---:|---:|---|---|---|---:|---:|---:|---|",
+    ]
+    for r in rows:
+        told = ("—" if r["told_learner_weight_mean"] is None else
+                f"{r['told_learner_weight_mean']:.3f} ("
+                + ", ".join(f"{w:.2f}" for w in r["told_learner_weights"]) + ")")
+        g = r["mae_gain"]
+        out.append(
+            f"| {r['ecg_tokens']} | {r['train_subjects']} | {r['event_leads']} | "
+            f"{r['energy']:g} | {r['energy_ratio']:.2f} | "
+            f"{', '.join(map(str, r['cohort_seeds']))} | {r['n_seeds']} | "
+            f"{r['found_share']:.2f} | {r['best_head_val_mean']:.3f} ± "
+            f"{r['best_head_val_sd']:.3f} | {', '.join(f'{h:.2f}' for h in r['best_heads'])} "
+            f"| {told} | {r['null_weight']:.3f} | {r['fused_mae_mean']:.2f} | "
+            f"{r['concat_mae_mean']:.2f} | {g['mean']:+.2f} [{g['lo']:+.2f}, {g['hi']:+.2f}] |")
+    return "\n".join(out) + "\n"
+
+
+def figure(rows: list[dict[str, Any]], hardware: str, path: Path) -> None:
+    """Found share and told learner against energy, one line per (tokens, train, leads)."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(1, 2, figsize=(10, 4), dpi=100)
+    series: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        series[(r["ecg_tokens"], r["train_subjects"], r["event_leads"])].append(r)
+    for (tokens, train, leads), rs in sorted(series.items()):
+        x = [r["energy_ratio"] for r in rs]
+        label = f"{leads} lead{'s' if leads > 1 else ''}, {tokens} tok, {train} train"
+        line = ax[0].plot(x, [r["found_share"] for r in rs], "o-", label=label)[0]
+        ax[1].plot(x, [r["best_head_val_mean"] for r in rs], "o-", color=line.get_color(),
+                   label=f"fused, {label}")
+        told = [(xx, r["told_learner_weight_mean"]) for xx, r in zip(x, rs, strict=True)
+                if r["told_learner_weight_mean"] is not None]
+        if told:
+            ax[1].plot(*zip(*told, strict=True), "s--", color=line.get_color(), alpha=0.6,
+                       label=f"told learner, {leads} lead{'s' if leads > 1 else ''}")
+    for a, title in zip(ax, ("share of replicas that find the event",
+                             "weight on the event (val-chosen head)"), strict=True):
+        a.set_xscale("log")
+        a.set_xlabel("event energy / one token's noise energy")
+        a.set_ylim(-0.02, 1.02)
+        a.set_title(title)
+        a.grid(alpha=0.3)
+    ax[0].legend(fontsize=8)
+    ax[1].legend(fontsize=7)
+    fig.text(0.01, 0.01, f"measured on {hardware}", fontsize=7)
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    fig.savefig(path, format="png", metadata={"Software": None})
+    plt.close(fig)
+
+
+def render(log: Path, out: Path, command: str, hardware: str) -> None:
+    """Write token_detection.{md,json,png} under ``out`` from ``log``."""
+    from rightsize.probes.evaluation.planted import FOUND
+
+    lines = [json.loads(x) for x in log.read_text().splitlines() if x.strip()]
+    rows = summarise(lines)
+    run = sorted({(r["tokens"], r["train"], r["leads"], r["gain"], r["cohort_seed"])
+                  for r in lines})
+    doc = {"command": command, "hardware": hardware, "found_threshold": FOUND,
+           "energy_key": ENERGY_KEY, "design": "split energy, HuBERT-ECG token layout",
+           "cells_run": [dict(zip(("ecg_tokens", "train_subjects", "event_leads", "energy",
+                                   "cohort_seed"), c, strict=True)) for c in run],
+           "rows": rows}
+    (out / "token_detection.json").write_text(json.dumps(doc, indent=1) + "\n")
+    (out / "token_detection.md").write_text(markdown(rows, command, hardware, FOUND))
+    figure(rows, hardware, out / "token_detection.png")
