@@ -1,9 +1,11 @@
 """Shape-matched encoders: HuBERT-ECG and EchoJEPA as specs, arithmetic and random-weight models.
 
 * HuBERT-ECG is a HuBERT model at three published sizes (:data:`HUBERT_SIZES`). One model
-  input is 12 leads x 5 s at 500 Hz, decimated x5 per lead and flattened lead after lead to
-  6,000 samples; its conv feature extractor is 5 layers of 512 channels, kernels
-  (10, 3, 3, 2, 2), strides (4, 2, 2, 2, 2). A record of ``crops_per_record`` crops is that
+  input is 12 leads x 5 s at 500 Hz, flattened lead after lead and then decimated x5 over
+  the flattened signal to 6,000 samples (:mod:`rightsize.encoders.preprocess`); its conv
+  feature extractor is 5 layers of 512 channels, kernels (10, 3, 3, 2, 2), strides
+  (4, 2, 2, 2, 2): 93 tokens, each 64 samples = 0.64 s of one lead apart
+  (:mod:`rightsize.cohort.token_layout`). A record of ``crops_per_record`` crops is that
   many model inputs.
 * EchoJEPA is a V-JEPA 2 video encoder (:data:`VJEPA2_SIZES`: ViT-L/H/g). Its input by
   default is EchoJEPA's published ViT-L evaluation geometry (bowang-lab/EchoJEPA,
