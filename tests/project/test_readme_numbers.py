@@ -26,7 +26,9 @@ def test_readme_headline_count_is_the_headline_files():
     counted = sum(_numbers(json.loads(f.read_text(encoding="utf-8"))) for f in files)
     said = re.search(r"DVC compares the (\d+) headline numbers", README)
     assert said, "README no longer states the headline count"
-    assert int(said.group(1)) == counted
+    assert int(said.group(1)) == counted, (
+        f"README says {said.group(1)} headline numbers, metrics/headline holds {counted}: "
+        "update README's sentence after dvc repro")
 
 
 def test_readme_quotes_the_params_defaults():
