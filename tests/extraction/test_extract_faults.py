@@ -158,3 +158,17 @@ def test_layer_0_is_the_embeddings_output(corpus: Path) -> None:
     assert not zero.column("embedding").equals(both.column("embedding"))
     desc = json.loads((corpus / "zero/extract.json").read_text())
     assert desc["embedding_column"] == "hidden state 0"
+
+
+@pytest.mark.parametrize("block,key,value", [
+    ("extract", "crops_per_record", 10**12), ("ecg_demo", "records", 10**12),
+    ("ecg_demo", "sample_hz", 10**12), ("ecg_demo", "seconds", 1e12)])
+def test_huge_sizes_are_refused_naming_the_key(block: str, key: str, value: object) -> None:
+    from rightsize.errors import ParamsError
+    from rightsize.extraction.config import EcgDemoConfig, ExtractConfig
+    from rightsize.params import parse
+
+    cls = ExtractConfig if block == "extract" else EcgDemoConfig
+    base = {"records": "l.csv", "root": "r"} if block == "extract" else {}
+    with pytest.raises(ParamsError, match=f"^{block}.{key}: must be"):
+        parse(cls, {**base, key: value}, block).validate(block)

@@ -117,14 +117,27 @@ def _read_tensors(folder: Path) -> tuple[dict[str, Any], list[Path]]:
     try:
         state = torch.load(files[0], map_location="cpu", weights_only=True)
     except Exception as exc:  # UnpicklingError, RuntimeError: not a plain state dict
-        raise DataError(f"{files[0]}: not loadable with weights_only=True "
-                        f"({str(exc).splitlines()[0][:160]}); save the state dict alone, "
-                        f"e.g. torch.save(checkpoint['model_state_dict'], path)") from None
+        raise _refused(files[0], exc) from None
     if isinstance(state, dict) and isinstance(state.get("model_state_dict"), dict):
         state = state["model_state_dict"]
     if not isinstance(state, dict):
         raise DataError(f"{files[0]}: holds a {type(state).__name__}, not a state dict")
     return state, files
+
+
+def _refused(path: Path, exc: BaseException) -> DataError:
+    """What ``torch.load(weights_only=True)`` refused, in rightsize's words: never torch's own
+    text (its escapes and its advice to load pickled code)."""
+    import re
+
+    save = "save the state dict alone, e.g. torch.save(checkpoint['model_state_dict'], path)"
+    found = re.search(r"Unsupported global: GLOBAL ([\w.]+)", str(exc))
+    if found:
+        return DataError(f"{path}: refused: it holds a pickled Python object "
+                         f"({found.group(1)}) besides tensors, and rightsize loads no pickled "
+                         f"code ({save})")
+    return DataError(f"{path}: refused: not a file of tensors only (torch's restricted loader "
+                     f"cannot read it, and rightsize loads no pickled code; {save})")
 
 
 def _normalise(state: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:

@@ -11,6 +11,7 @@ from rightsize.params import require, require_one_of
 
 DTYPES = ("float16", "float32")
 EXECUTORS = ("local", "slurm")
+MAX_CROPS = 720               # crops_per_record: an hour of 5-s crops
 
 
 def _positive_int(value: object) -> bool:
@@ -72,6 +73,9 @@ class ExtractConfig:
         for name in ("crops_per_record", "shard_records", "batch_size", "threads_per_worker"):
             require(_positive_int(getattr(self, name)), f"{key}.{name}",
                     f"must be a positive integer, got {getattr(self, name)!r}")
+        require(self.crops_per_record <= MAX_CROPS, f"{key}.crops_per_record",
+                f"must be at most {MAX_CROPS} (an hour of 5-s crops), got "
+                f"{self.crops_per_record!r}")
         require(isinstance(self.workers, int) and self.workers >= 0, f"{key}.workers",
                 f"must be >= 0 (0 = one per threads_per_worker cores), got {self.workers!r}")
         require(isinstance(self.device, str)
@@ -110,7 +114,9 @@ class EcgDemoConfig:
 
     def validate(self, key: str) -> None:
         """Raise ``ParamsError`` naming ``<key>.<field>`` for a bad value."""
-        for name in ("records", "sample_hz"):
-            require(_positive_int(getattr(self, name)), f"{key}.{name}",
-                    f"must be a positive integer, got {getattr(self, name)!r}")
-        require(self.seconds > 0, f"{key}.seconds", f"must be > 0, got {self.seconds!r}")
+        for name, most in (("records", 1_000_000), ("sample_hz", 10_000)):
+            value = getattr(self, name)
+            require(_positive_int(value) and value <= most, f"{key}.{name}",
+                    f"must be a positive integer up to {most:,}, got {value!r}")
+        require(0 < self.seconds <= 3600, f"{key}.seconds",
+                f"must be > 0 and at most 3600, got {self.seconds!r}")

@@ -1,7 +1,8 @@
 """The record list (MIMIC-IV-ECG's ``record_list.csv`` layout) and its cut into shards.
 
 A record list has one row per ECG record: ``subject_id``, ``study_id`` and ``path`` (the
-WFDB record without extension, relative to the root folder), as MIMIC-IV-ECG's
+WFDB record without extension, relative to the root folder and staying under it: an
+absolute path or one with ``..`` is refused naming its row), as MIMIC-IV-ECG's
 ``record_list.csv`` does; other columns (``file_name``, ``ecg_time``) are ignored. A parquet
 file with the same columns works too. ``study_id`` is the record id and must be unique.
 
@@ -12,7 +13,7 @@ the unit of work, of resumption and of the Slurm array's task ranges.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath, PureWindowsPath
 
 from rightsize.errors import DataError, InputError
 
@@ -55,7 +56,10 @@ def read_record_list(path: Path, root: Path) -> RecordList:
             frame = pd.read_parquet(path)
         else:
             frame = pd.read_csv(path, dtype=str, keep_default_na=False)
-    except (OSError, ValueError) as exc:
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read the record list "
+                         f"({exc.strerror or exc})") from None
+    except ValueError as exc:
         raise DataError(f"{path}: cannot read the record list "
                         f"({str(exc).splitlines()[0]})") from None
     for col in COLUMNS:
@@ -67,6 +71,12 @@ def read_record_list(path: Path, root: Path) -> RecordList:
         empty = next((i for i, v in enumerate(cols[c]) if v in ("", "nan", "None")), None)
         if empty is not None:
             raise DataError(f"{path}: column {c}: empty value in row {empty + 1}")
+    for i, rel in enumerate(cols["path"]):
+        pure = PurePosixPath(rel.replace("\\", "/"))
+        if pure.is_absolute() or ".." in pure.parts or PureWindowsPath(rel).drive:
+            raise DataError(f"{path}: column path: row {i + 1}: {rel!r} "
+                            f"{'leaves the root (..)' if '..' in pure.parts else 'is absolute'}"
+                            f"; paths are relative to extract.root and stay under it")
     seen: dict[str, int] = {}
     for i, sid in enumerate(cols["study_id"]):
         if sid in seen:

@@ -8,12 +8,14 @@ read and preprocessed again on every run: one that is now good, or bad for anoth
 makes the shard redone. Workers are processes, each with the model built
 once and torch on ``threads_per_worker`` threads; shards go to them in order. The first bad
 record (without ``skip_bad``) stops the run: shards already being written finish, nothing
-written is lost, and :class:`~rightsize.errors.DataError` names the record.
+written is lost, and :class:`~rightsize.errors.DataError` names the record. The plan holds
+the folder's lock (:mod:`~rightsize.extraction.run_lock`) while it lives.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -39,6 +41,7 @@ class Plan:
     done: dict[int, ShardFile] = field(default_factory=dict)
     todo: list[int] = field(default_factory=list)
     why: dict[int, str] = field(default_factory=dict)   # why each shard to do is redone
+    lock: Any = field(default=None, repr=False)  # RunLock: held while the plan lives
 
     @property
     def want(self) -> dict[str, Any]:
@@ -65,11 +68,15 @@ def make_plan(cfg: ExtractConfig, records: RecordList, out: Path,
     """Which shards of this task's range are done and which are to do (``verify_inputs``:
     compare the record files' SHA-256, not only their size and ``mtime_ns``)."""
     from rightsize.encoders.weights import weights_identity
+    from rightsize.extraction.run_lock import RunLock, check_out_folder
 
     identity = weights_identity(cfg.size, Path(cfg.weights) if cfg.weights else None, cfg.seed)
     n = shard_count(len(records), cfg.shard_records)
     mine = task_shards(*task, n) if task else range(n)
-    plan = Plan(cfg, records, out, identity, n, mine)
+    check_out_folder(out)
+    lock = RunLock(out, {**cfg.fingerprint(), "weights": cfg.weights, "root": cfg.root,
+                         "records": cfg.records})
+    plan = Plan(cfg, records, out, identity, n, mine, lock=lock)
     for s in mine:
         found, why = stale_reason(out, s, records, cfg, plan.want, verify_inputs)
         if found is not None and found.errors:
@@ -133,10 +140,30 @@ def default_workers(cfg: ExtractConfig) -> int:
 
 # -- worker processes -------------------------------------------------------------------------
 _STATE: dict[str, Any] = {}
+PR_SET_PDEATHSIG = 1          # <linux/prctl.h>
+
+
+def _die_with_parent(parent: int) -> None:
+    """Linux: have the kernel SIGKILL this worker when the process that started it dies, by
+    ``kill -9`` too (``prctl(PR_SET_PDEATHSIG)``), so no worker, and so no multiprocessing
+    resource tracker waiting on the workers, outlives an extraction killed outright."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+    import signal
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:               # the parent died before prctl: go now
+        os._exit(1)
 
 
 def _init(cfg: ExtractConfig, records: RecordList, out: Path, events: Path | None,
-          rank_base: int, counter: Any) -> None:
+          rank_base: int, counter: Any, parent: int = 0) -> None:
+    _die_with_parent(parent or os.getppid())
     with counter.get_lock():
         rank = rank_base + counter.value
         counter.value += 1
@@ -220,7 +247,7 @@ def _run_pool(plan: Plan, workers: int, events: Path | None, rank_base: int,
     with ProcessPoolExecutor(max_workers=min(workers, len(plan.todo)), mp_context=ctx,
                              initializer=_init,
                              initargs=(plan.cfg, plan.records, plan.out, events, rank_base,
-                                       counter)) as pool:
+                                       counter, os.getpid())) as pool:
         futures = [pool.submit(_run, s) for s in plan.todo]
         try:
             for fut in as_completed(futures):
