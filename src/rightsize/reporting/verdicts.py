@@ -295,11 +295,12 @@ def all_verdicts(inputs: ReportInputs, cfg: ReportConfig, seeds: int = 1,
         fusion = _synthetic(fusion, "Does fusion beat concatenation on the synthetic cohort "
                             "(test MAE of LVEF)?", f"{SYNTHETIC_COHORT} (a planted signal, "
                             "not patients)")
-    timed = [probe_gpu_verdict(inputs, cfg), token_cost_verdict(inputs.token_cost, cfg, seeds)]
+    gpu = probe_gpu_verdict(inputs, cfg)
     if synthetic_cohort:          # real timings, of synthetic data shaped as configured
-        timed = [replace(v, text=f"{v.text} Timed on the synthetic cohort (shaped as "
-                                 "configured).") for v in timed]
-    out = [timed[0], fusion, timed[1], sizing_verdict(inputs.sizing)]
+        gpu = replace(gpu, text=f"{gpu.text} Timed on the synthetic cohort (shaped as "
+                                "configured).")
+    out = [gpu, fusion, token_cost_verdict(inputs.token_cost, cfg, seeds),
+           sizing_verdict(inputs.sizing)]
     for r in inputs.runs:
         v = run_verdict(r, inputs.telemetry[r])
         if r in synthetic_runs:
