@@ -63,8 +63,6 @@ def test_a_seed_out_of_range_is_exit_2_naming_it(block, verb, seed, corpus, tmp_
                                 f"to 2147483647, got {seed}")
 
 
-# the fix is in src/rightsize/encoders/weights.py (helper 42's; asked in notes/h43.md)
-@pytest.mark.xfail(strict=True, reason="issue 43 item 15: encoders/weights.py quotes torch")
 def test_a_pt_with_a_pickled_object_is_refused_in_rightsizes_words(corpus, tmp_path):
     weights = tmp_path / "w"                               # item 15
     weights.mkdir()
@@ -77,8 +75,6 @@ def test_a_pt_with_a_pickled_object_is_refused_in_rightsizes_words(corpus, tmp_p
     assert "\x1b" not in res.err and "trust the source" not in res.err
 
 
-# the fix is in src/rightsize/extraction/records.py (helper 42's; asked in notes/h43.md)
-@pytest.mark.xfail(strict=True, reason="issue 43 item 16: records.py: OSError is exit 4")
 def test_an_unreadable_record_list_is_exit_2(corpus, tmp_path, as_user):
     src = tmp_path / "corpus"                              # item 16
     shutil.copytree(corpus / "corpus", src)
