@@ -20,7 +20,7 @@ import yaml
 # pytest runs with --import-mode=importlib (no sys.path changes): make fault_helpers importable.
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from fault_helpers import rightsize  # noqa: E402
+from fault_helpers import extract_corpus, rightsize  # noqa: E402
 
 import no_dac  # noqa: E402
 from rightsize.probe_registry import PROBES
@@ -72,5 +72,15 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
         {"cohort": TINY_COHORT, "train": TINY_TRAIN, "evaluate": TINY_EVALUATE}))
     res = rightsize(["cohort", "--params", root / "params.yaml",
                      "--out", root / "manifest.parquet", "-q"])
+    assert res.rc == 0, res.err
+    return root
+
+
+@pytest.fixture(scope="session")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder with params.yaml, a 4-record synthetic corpus (``corpus/``) and one complete
+    extraction of it (``ex/``), built once per session (``fault_helpers.extract_corpus``)."""
+    root = extract_corpus(tmp_path_factory.mktemp("extract_project"))
+    res = rightsize(["extract", "--params", "params.yaml", "--out", "ex", "-q"], cwd=root)
     assert res.rc == 0, res.err
     return root

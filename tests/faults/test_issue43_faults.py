@@ -10,16 +10,7 @@ import shutil
 import pytest
 import torch
 import yaml
-from fault_helpers import extract_corpus, rightsize
-
-
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
-    """A 4-record corpus, its params and one complete extraction folder ``ex``."""
-    root = extract_corpus(tmp_path_factory.mktemp("issue43"))
-    res = rightsize(["extract", "--params", "params.yaml", "--out", "ex", "-q"], cwd=root)
-    assert res.rc == 0, res.err
-    return root
+from fault_helpers import rightsize
 
 
 def _params(base, tmp_path, block: str, **values) -> str:  # noqa: ANN001

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 import yaml
-from fault_helpers import extract_corpus, rightsize
+from fault_helpers import rightsize
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -148,11 +148,6 @@ RUNS = [
     ("cohort", "source", "`touch PWNED`", ["cohort", "--out", "m.parquet"]),
     ("cohort", "ecg_dim", 10**12, ["cohort", "--out", "m.parquet"]),   # was MemoryError, exit 1
 ]
-
-
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return extract_corpus(tmp_path_factory.mktemp("fuzz_corpus"))
 
 
 @pytest.mark.parametrize(("block", "key", "value", "verb"), RUNS)

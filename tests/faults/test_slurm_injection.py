@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from fault_helpers import extract_corpus, rightsize
+from fault_helpers import rightsize
 
 from rightsize.errors import ParamsError
 from rightsize.extraction.slurm import SlurmJob, SlurmResources, job_script
@@ -37,12 +37,6 @@ def slurm_cluster() -> None:
         pytest.fail(f"CI=true and the Slurm cluster is not usable: {problem}")
     if problem is not None:
         pytest.skip(problem)
-
-
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A folder with a 4-record synthetic corpus and a params file for the slurm executor."""
-    return extract_corpus(tmp_path_factory.mktemp("slurm_inject"))
 
 
 def _with(corpus: Path, tmp: Path, **slurm: object) -> Path:
