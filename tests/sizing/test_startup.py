@@ -45,3 +45,13 @@ def test_a_bench_without_worker_timing_keeps_the_one_process_rate() -> None:
                       "ecg", (None, None), disk_dict(write_bps=1e12, read_bps=None))
     assert "startup" not in row["cpu"]["parts"]
     assert row["cpu"]["wall_s_low"] == pytest.approx(300.0)
+
+
+def test_a_crop_count_other_than_the_bench_scales_the_workers_rate() -> None:
+    """2 crops per record halve the workers' records/s, as they halve the one-process rate."""
+    cfg = parse(SizingConfig, SIZING_BLOCK, "sizing")
+    bench = {**bench_dict(records_per_s=1.0, preprocess_rate=None),
+             "workers": _workers((8.0, 10.0), 3.0)}
+    row, _ = size_row(ScenarioCount(600, "test", crops_per_record=2), bench, cfg, "ecg",
+                      (None, None), disk_dict(write_bps=1e12, read_bps=None))
+    assert row["cpu"]["parts"]["compute"]["low_s"] == pytest.approx(600 / 3.0)

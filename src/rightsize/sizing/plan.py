@@ -197,6 +197,12 @@ def scaled_bench(bench: dict[str, Any], crops: int, key: str) -> dict[str, Any]:
             out[name] = bench[name] / r
     out["timing"] = {**bench.get("timing", {}), "extrapolated": True,
                      "note": f"scaled x{r:g} from the {n}-crop measurement"}
+    w = bench.get("workers")
+    if isinstance(w, dict) and isinstance(w.get("throughput"), dict):
+        out["workers"] = {**w, "throughput": {b: {**t, **{k: t[k] / r for k in (
+            "records_per_s_per_worker", "records_per_s_per_worker_min",
+            "records_per_s_per_worker_max", "records_per_s") if isinstance(t.get(k), int | float)}}
+            for b, t in w["throughput"].items()}}
     pre = bench.get("preprocess")
     if isinstance(pre, dict):
         out["preprocess"] = {**pre, **{k: pre[k] / r for k in (
