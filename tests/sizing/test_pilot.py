@@ -55,8 +55,10 @@ def test_sizing_with_a_pilot_re_predicts_each_ecg_scenario_and_prints_its_reques
     assert corpus["wall_s"] == pytest.approx(pilot_wall(PILOT, 800_000, 1)["wall_s"])
     assert out["pilot"]["machine"].startswith("Some CPU (not this machine")
     assert "echo_corpus/echo" in out["pilot"]["not_covered"]
-    assert any(s.startswith("ecg_corpus/ecg: 800,000 records would take") and
-               "the bench predicts" in s for s in out["text"]["pilot"])
+    assert out["text"]["pilot"][0].startswith("pilot: 200 records in 30 s on 2 workers of "
+                                              "Some CPU (not this machine")
+    assert any(s.startswith("ecg_corpus/ecg: 800,000 records in ") and
+               ", the bench predicts " in s for s in out["text"]["pilot"])
     req = out["pilot"]["requests"]["ecg_corpus"]
     assert req["option"] == "cpu" and req["array"] >= 2 and req["cpus_per_task"] == 2
     printed = capsys.readouterr().out
