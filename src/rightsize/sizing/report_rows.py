@@ -171,9 +171,10 @@ def request_table(result: dict[str, Any]) -> dict[str, Any] | None:
     reqs = result.get("requests") or {}
     if not reqs:
         return None
-    rows = [[name, "\n".join(r["lines"]) or "-", r["scratch"], r["why"]]
+    rows = [[name, "; ".join(line.removeprefix("#SBATCH ") for line in r["lines"]) or "-",
+             r["scratch"], r["why"]]
             for name, r in reqs.items()]
-    return {"header": ["scenario", "#SBATCH request", "scratch", "why"], "rows": rows,
+    return {"header": ["scenario", "#SBATCH lines", "scratch", "why"], "rows": rows,
             "caption": f"Each scenario's request, models one after another: --time is the slow "
                        f"end times sizing.margin ({result.get('margin', 1):g}x); --mem the "
                        f"measured peak memory times the margin; scratch against the free "
