@@ -35,13 +35,18 @@ def list_row(records: RecordList, row: int) -> list[str]:
 
 
 def file_identity(path: Path, folder: Path, digest: bool = True) -> list[Any]:
-    """``[name, size, mtime_ns, sha256]`` of ``path`` (``None`` for each when missing)."""
+    """``[name, size, mtime_ns, sha256]`` of ``path`` (``None`` for each when missing; the
+    hash ``None`` when the file cannot be read, e.g. a permission: the bad record it makes is
+    tried again on every run anyway)."""
     name = os.path.relpath(path, folder)
     try:
         st = path.stat()
-        sha = _sha256(path) if digest else None
     except OSError:
         return [name, None, None, None]
+    try:
+        sha = _sha256(path) if digest else None
+    except OSError:
+        sha = None
     return [name, st.st_size, st.st_mtime_ns, sha]
 
 
