@@ -8,9 +8,15 @@ from pathlib import Path
 
 import pytest
 
-# tests/ holds helpers every folder shares (no_dac) and the CI skip check (ci_skips)
+# tests/ holds helpers every folder shares (no_dac) and the CI skip check (ci_skips), whose
+# hooks run from here (a conftest's pytest_plugins is refused below the rootdir)
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-pytest_plugins = ["ci_skips"]
+from ci_skips import (  # noqa: E402, F401
+    pytest_collectreport,
+    pytest_runtest_logreport,
+    pytest_sessionfinish,
+    pytest_terminal_summary,
+)
 
 
 @pytest.fixture(scope="session")
