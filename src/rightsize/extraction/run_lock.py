@@ -29,8 +29,10 @@ from rightsize.errors import InputError
 log = logging.getLogger(__name__)
 
 RUN_FILE = ".extract-run.json"
-#: What ``extract`` writes into ``--out`` (temporary files of atomic writes aside).
-OWN = frozenset({"shards", "index.parquet", "errors.csv", "extract.json", "SHA256SUMS", RUN_FILE})
+#: What ``extract`` writes into ``--out`` (temporary files of atomic writes aside; ``slurm``:
+#: the Slurm executor's job script and task logs).
+OWN = frozenset({"shards", "index.parquet", "errors.csv", "extract.json", "SHA256SUMS", RUN_FILE,
+                 "slurm"})
 _TEMPORARY = re.compile(r"^\..+\.tmp$")
 
 
