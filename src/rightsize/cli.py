@@ -52,6 +52,7 @@ VERBS = {                         # verb -> the module that registers it (tests 
     "ecg-input": "rightsize.verbs.ecg_input",
     "report": "rightsize.verbs.report",
     "machine": "rightsize.verbs.machine",
+    "check-params": "rightsize.verbs.check_params",
 }
 
 

@@ -17,7 +17,8 @@ JSON_OPTION = {
     "missing-modality": "--json", "footprint": "--json", "sizing": "--json",
     "bench-encoder": "--json", "token-cost": "--json",
     "seeds": "--json", "sweep": "--json", "report": "--json", "extract": "--metrics",
-    "planted-ceiling": "--json", "compare-probes": "--json",
+    "planted-ceiling": "--json", "compare-probes": "--json", "check-params": "--json",
+    "machine": "--json",
 }
 NO_REPORT = {"demo-run",     # writes files and its truth JSON (--truth); prints no report
              "ecg-demo",     # writes a corpus; prints no report
