@@ -130,21 +130,13 @@ def run_cell(cell: dict[str, Any], params: dict[str, Any], seeds: int, learner_s
 
 
 def hardware() -> str:
-    """This machine in one line: CPU model, logical cores, Python, torch."""
-    cpu = platform.processor() or ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    import os
-
+    """This machine in one line (``_measure.machine_line``), Python, torch, 1 thread."""
     import torch
 
-    return (f"{cpu}, {os.cpu_count()} logical cores, Python {platform.python_version()}, "
-            f"torch {torch.__version__}, 1 thread")
+    from _measure import machine_line
+
+    return (f"{machine_line()}, Python {platform.python_version()}, torch {torch.__version__}, "
+            "1 thread")
 
 
 def grid(a: argparse.Namespace) -> list[dict[str, Any]]:

@@ -5,7 +5,7 @@ the share of fused replicas whose validation-chosen head puts at least ``FOUND``
 that head's test weight (mean, sd), the told learner's weight beside its null, and the fused
 probe's paired gain over concat (concat − fused test MAE, mean and 95% t-interval over every
 replica of the cell). Writes ``token_detection.md``, ``.json`` (the report reads it) and
-``.png`` (with the hardware stamp).
+``.png`` (with the hardware stamp); the markdown opens with ``_measure``'s stamp line.
 """
 
 from __future__ import annotations
@@ -129,6 +129,7 @@ def figure(rows: list[dict[str, Any]], hardware: str, path: Path) -> None:
 
 def render(log: Path, out: Path, command: str, hardware: str) -> None:
     """Write token_detection.{md,json,png} under ``out`` from ``log``."""
+    from _measure import write_result
     from rightsize.probes.evaluation.planted import FOUND
 
     lines = [json.loads(x) for x in log.read_text().splitlines() if x.strip()]
@@ -141,5 +142,6 @@ def render(log: Path, out: Path, command: str, hardware: str) -> None:
                                    "cohort_seed"), c, strict=True)) for c in run],
            "rows": rows}
     (out / "token_detection.json").write_text(json.dumps(doc, indent=1) + "\n")
-    (out / "token_detection.md").write_text(markdown(rows, command, hardware, FOUND))
+    write_result(out / "token_detection.md", markdown(rows, command, hardware, FOUND),
+                 "token_detection.py")
     figure(rows, hardware, out / "token_detection.png")
