@@ -25,6 +25,8 @@ def test_build_writes_manifest_and_flat_metrics(tmp_path: Path, params_file, sma
     assert rc == 0
     m = json.loads(metrics.read_text())
     assert METRIC_KEYS <= set(m)
+    stamp = m.pop("machine")              # where the timings were measured (rightsize machine)
+    assert set(stamp) >= {"id", "words"}
     assert all(isinstance(v, int | float) for v in m.values())
     assert (m["n_subjects"], m["n_train"], m["n_val"], m["n_test"]) == (120, 80, 16, 24)
     assert (m["max_clips"], m["echo_dim"], m["ecg_dim"]) == (4, 16, 12)

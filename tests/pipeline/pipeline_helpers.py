@@ -49,6 +49,7 @@ TINY_PARAMS: dict[str, Any] = {
     "extract.size": "small",
     "extract.layers": [8],
     "extract.shard_records": 4,
+    "extract.batch_size": 1,          # extract refuses a bench that did not time its batch
 }
 
 GRADIENT_TRAINED = tuple(p for p in PROBES if spec(p).closed_form is None)   # seeded

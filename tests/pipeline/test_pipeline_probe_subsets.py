@@ -57,5 +57,8 @@ def test_a_bad_probe_list_stops_repro_before_any_stage_runs(tmp_path, pipeline_e
     assert "train.probes[1]: unknown probe 'lasso'" in out.stdout + out.stderr
     # The first stage DVC ran refused at once: nothing written, the lock as committed.
     assert len(repro_stages(out.stdout)) == 1, out.stdout
-    assert not (proj / "data").exists() and not (proj / "models").exists()
+    tracked = set(git(proj, pipeline_env, "ls-files", "data").stdout.split())
+    assert {p.relative_to(proj).as_posix() for p in (proj / "data").rglob("*")
+            if p.is_file()} == tracked          # data/ holds only what git tracks
+    assert not (proj / "models").exists()
     assert git(proj, pipeline_env, "status", "--porcelain").stdout == ""

@@ -20,8 +20,8 @@ its key, and no stage command is run with it.
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     """Add the ``check-params`` verb to the rightsize parser."""
     cp = sub.add_parser(
-        "check-params", parents=[common], help="check params.yaml and every value dvc.yaml "
-                                               "substitutes into a stage command",
+        "check-params", parents=[common], help="check params.yaml and what dvc.yaml puts on "
+                                               "command lines",
         description="Read params.yaml (unknown blocks, duplicate keys, run names) and check "
                     "every value dvc.yaml substitutes into a stage command: one that could end "
                     "its quoting is exit 2 naming the key.",

@@ -20,9 +20,9 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
             "`rightsize train --eval-json` or `rightsize evaluate`), pair their seed replicas\n"
             "by seed and write the gain AGAINST's test MAE - PROBE's test MAE per seed, its\n"
             "mean and a 95% Student-t interval over the seeds\n"
-            "(rightsize.probes.evaluation.paired; docs/numerics.md). A probe whose file is\n"
-            "absent (not in train.probes) gives a JSON that says so and exit 0; files with\n"
-            "other seeds or test rows are an error naming both."),
+            "(rightsize.probes.evaluation.paired; docs/numerics.md). A probe not in\n"
+            "train.probes (--params) or whose file is absent gives a JSON that says so and\n"
+            "exit 0; files with other seeds or test rows are an error naming both."),
         epilog=("example:\n  rightsize compare-probes fused concat --eval-dir metrics/eval "
                 "--json metrics/fused_vs_concat.json"))
     p.add_argument("probe", metavar="PROBE", help="the probe judged (e.g. fused)")
@@ -30,6 +30,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--eval-dir", default="metrics/eval",
                    help="folder of the evaluation files (default: metrics/eval)")
     p.add_argument("--json", required=True, help="detail JSON to write ('-' prints it)")
+    p.add_argument("--params", help="params file: compare only probes in its train.probes "
+                                    "(a file left from another probe list is not read)")
     headline.add_argument(p, "the mean test-MAE gain and its 95%% interval")
     p.set_defaults(func=run_compare)
 
@@ -42,6 +44,12 @@ def run_compare(args: argparse.Namespace) -> int:
     check_writable(args.json, args.headline)
     paths = {name: Path(args.eval_dir) / f"{name}.json" for name in (args.probe, args.against)}
     absent = [str(p) for p in paths.values() if not p.is_file()]
+    if args.params:
+        from rightsize.params import load_params
+
+        trained = (load_params(args.params).get("train") or {}).get("probes") or []
+        absent = [f"{name} (not in {args.params}: train.probes)" for name in paths
+                  if name not in trained] or absent
     out: dict[str, Any]
     if absent:
         out = {"probe": args.probe, "against": args.against,
