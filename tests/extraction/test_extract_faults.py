@@ -172,3 +172,15 @@ def test_huge_sizes_are_refused_naming_the_key(block: str, key: str, value: obje
     base = {"records": "l.csv", "root": "r"} if block == "extract" else {}
     with pytest.raises(ParamsError, match=f"^{block}.{key}: must be"):
         parse(cls, {**base, key: value}, block).validate(block)
+
+
+def test_a_huge_thread_count_exits_2_naming_the_key() -> None:
+    """10**12 threads per worker reached torch as an overflow (exit 1), found by the fuzzer."""
+    from rightsize.errors import ParamsError
+    from rightsize.extraction.config import ExtractConfig
+    from rightsize.params import load_params, parse
+
+    block = {**load_params(Path(__file__).resolve().parents[2] / "params.yaml")["extract"],
+             "threads_per_worker": 10**12}
+    with pytest.raises(ParamsError, match=r"extract\.threads_per_worker: must be at most"):
+        parse(ExtractConfig, block, "extract")

@@ -173,13 +173,7 @@ def _poison(node: Any, value: Any) -> Any:
     return value
 
 
-OPEN_REPORT = pytest.mark.xfail(strict=True, reason="open: reporting/verdicts.py "
-                                "fusion_verdict subtracts None (exit 1) when eval files lack "
-                                "test.mae (docs/failures.md)")
-
-
-@pytest.mark.parametrize("shape", ["negative", pytest.param("list", marks=OPEN_REPORT),
-                                   pytest.param("string", marks=OPEN_REPORT)])
+@pytest.mark.parametrize("shape", ["negative", "list", "string"])
 def test_the_report_on_poisoned_metrics_files_is_never_exit_1(shape, corpus, tmp_path):
     import json
     import shutil

@@ -12,6 +12,7 @@ from rightsize.params import require, require_one_of
 DTYPES = ("float16", "float32")
 EXECUTORS = ("local", "slurm")
 MAX_CROPS = 720               # crops_per_record: an hour of 5-s crops
+MAX_THREADS = 4096            # threads_per_worker: torch takes a C int; no node has more cores
 
 
 def _positive_int(value: object) -> bool:
@@ -73,6 +74,8 @@ class ExtractConfig:
         for name in ("crops_per_record", "shard_records", "batch_size", "threads_per_worker"):
             require(_positive_int(getattr(self, name)), f"{key}.{name}",
                     f"must be a positive integer, got {getattr(self, name)!r}")
+        require(self.threads_per_worker <= MAX_THREADS, f"{key}.threads_per_worker",
+                f"must be at most {MAX_THREADS}, got {self.threads_per_worker!r}")
         require(self.crops_per_record <= MAX_CROPS, f"{key}.crops_per_record",
                 f"must be at most {MAX_CROPS} (an hour of 5-s crops), got "
                 f"{self.crops_per_record!r}")

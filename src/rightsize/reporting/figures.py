@@ -79,9 +79,10 @@ def _integer_x(ax: Any) -> None:
 def _finite_pairs(xs: Sequence[Any], ys: Sequence[Any]) -> tuple[list[float], list[float]]:
     px, py = [], []
     for x, y in zip(xs, ys, strict=False):
-        if x is None or y is None:
+        try:
+            fx, fy = float(x), float(y)
+        except (TypeError, ValueError):      # None or a damaged value: not a point
             continue
-        fx, fy = float(x), float(y)
         if math.isfinite(fx) and math.isfinite(fy):
             px.append(fx)
             py.append(fy)

@@ -86,13 +86,14 @@ def extract_blocks(src: Source) -> list[Block]:
                         "rest is the wall clock less those parts (workers starting, idle at "
                         "the end of the shard schedule, closing the folder). From "
                         "metrics/extract.json."))
-    pilot = d.get("pilot") or {}
-    if pilot.get("words"):
+    pilot = d.get("pilot") if isinstance(d.get("pilot"), dict) else {}
+    words = pilot.get("words")
+    if isinstance(words, list) and words and all(isinstance(w, str) for w in words):
         blocks.append(Para(
             "This run as a pilot: each scenario of the sizing re-predicted from its measured "
             "seconds per record and start-up, beside the bench's CPU prediction ("
             "`rightsize sizing --pilot metrics/extract.json` prints the Slurm request from "
-            "it): " + "; ".join(pilot["words"]) + "."))
+            "it): " + "; ".join(words) + "."))
     blocks.append(Note(f"Features: {d.get('features', '?')}; bf16 vs float32: "
                        f"{d.get('bf16_vs_float32') or 'see metrics/extract.json'}."))
     return blocks

@@ -85,7 +85,7 @@ def peak_rss_mb(evals: dict[str, Source], footprint: Source) -> float | None:
 
 def probe_gpu_verdict(inputs: ReportInputs, cfg: ReportConfig) -> Verdict:
     """Answer the GPU question from ``metrics/eval/<probe>.json`` (and footprint's RSS)."""
-    present = {p: s.data for p, s in inputs.evals.items() if s.ok}
+    present = {p: s.data for p, s in inputs.evals.items() if s.ok and isinstance(s.data, dict)}
     if not present:
         return Verdict("probe_gpu", GPU_QUESTION, "not run",
                        "Not run: no metrics/eval/<probe>.json yet (dvc repro train).")
@@ -206,6 +206,9 @@ def fusion_verdict(inputs: ReportInputs) -> Verdict:
     paired = sorted(set(fm) & set(cm), key=lambda k: int(k[1:]) if k[1:].isdigit() else 0)
     if not paired:
         fm, cm, paired = {"r0": num(f, "test.mae")}, {"r0": num(c, "test.mae")}, ["r0"]
+    if any(fm[k] is None or cm[k] is None for k in paired):
+        return Verdict("fusion", FUSION_QUESTION, "not run",
+                       "Not run: metrics/eval/fused.json or concat.json holds no test MAE.")
     diffs = np.asarray([cm[k] - fm[k] for k in paired], dtype=np.float64)  # > 0: fused better
     mean = float(diffs.mean())
     sd = float(diffs.std(ddof=1)) if diffs.size > 1 else None
