@@ -146,11 +146,15 @@ def test_unknown_probe_fails_the_stage_naming_the_key(project, pipeline_env):
     assert "train.probes" in errors[0] or "train.bogus" in errors[0], errors[0]
 
 
-def test_unknown_probe_without_its_block_is_caught_by_dvc(project, pipeline_env):
+def test_unknown_probe_without_its_block_stops_the_first_stage(project, pipeline_env):
+    # The stage_values check runs first and names the key; DVC alone would stop later, at
+    # train@fuzed ("'train.fuzed' are missing from 'params.yaml'").
     set_params(project, {"train.probes": ["ecg", "echo", "concat", "fused", "fuzed"]})
     proc = dvc(project, pipeline_env, "repro", check=False)
     assert proc.returncode != 0
-    assert "'train.fuzed' are missing from 'params.yaml'" in proc.stdout + proc.stderr
+    out = proc.stdout + proc.stderr
+    assert "train.probes[4]: unknown probe 'fuzed'" in out
+    assert "Running stage 'stage_values'" in out and "Running stage 'train@" not in out
 
 
 def test_missing_manifest_is_one_line_naming_the_file(project, pipeline_env):

@@ -55,8 +55,8 @@ def run_check_params(args: argparse.Namespace) -> int:
     if not isinstance(pipeline, dict):
         raise InputError(f"{path}: top level must be a mapping")
     count = check_substitutions(pipeline, params)
-    if args.json:
-        console.emit_json(args.json, {"params": str(args.params), "dvc_yaml": str(path),
-                                      "substituted_values": count})
+    if args.json:   # constant: the stages that depend on it must not re-run when it passes
+        console.emit_json(args.json, {"checked": "every value dvc.yaml substitutes into a "
+                                                 "stage command", "ok": True})
     console.info(f"{args.params}: {count} values substituted into stage commands, all safe")
     return 0

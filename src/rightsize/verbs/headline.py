@@ -126,7 +126,6 @@ LAYOUT: dict[str, Kind] = {
         Pick("mae_gain_mean", "compare", "mae_gain_mean", optional=True),
         Pick("mae_gain_lo", "compare", "mae_gain_lo", optional=True),
         Pick("mae_gain_hi", "compare", "mae_gain_hi", optional=True),
-        Pick("n_pairs", "compare", "n_pairs", optional=True),
     )),
     # encoder_bench@<model>: metrics/encoders/<model>.json
     "encoder": Kind("{item}_encoder", (
