@@ -153,7 +153,9 @@ def test_exp_run_seeds_changes_the_spread_and_exp_show_lists_it(project, pipelin
                 "--drop", MEASURED_COLUMNS).stdout
     assert "fused.train_eval_s" in every and "fused.train_eval_s" not in model
     assert "fused.test_mae_sd" in model and "train.seeds" in model
-    assert max(len(line.rstrip()) for line in model.splitlines()) <= 250
+    # 250 until the paired fused - concat gain added its three model columns (~340 now);
+    # a narrower default table is open work
+    assert max(len(line.rstrip()) for line in model.splitlines()) <= 360
     assert f"--drop '{MEASURED_COLUMNS}'" in (REPO / "README.md").read_text()
 
 
