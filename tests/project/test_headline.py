@@ -216,7 +216,7 @@ def test_the_headline_of_36979d8s_numbers_is_those_numbers(before):
                 seen += 1
             else:
                 assert pick.name not in numbers
-    assert seen >= 70
+    assert seen >= 68   # 72 until payload, params and FLOPs per record moved to detail
 
 
 def test_a_missing_key_is_an_error_an_optional_or_null_one_is_left_out():

@@ -94,28 +94,20 @@ LAYOUT: dict[str, Kind] = {
     "cohort": Kind("manifest", (
         Pick("rows", "cohort", "n_subjects"),
         Pick("bytes", "cohort", "manifest_bytes"),
-        Pick("payload_bytes", "cohort", "payload_bytes"),
     )),
     # footprint: metrics/footprint.json
     "footprint": Kind("footprint", (
         Pick("checkpoint_bytes", "footprint", "checkpoint_bytes_total"),
-        Pick("checkpoint_params", "footprint", "checkpoint_params_total"),
         Pick("peak_rss_mb", "footprint", "peak_rss_mb.max"),
     )),
     # token_cost: metrics/token_cost.json, the fused probe at its largest ECG token count
     "token_cost": Kind("token_cost", (
-        Pick("max_tokens", "token_cost", "max_tokens.ecg_tokens"),
         Pick("train_eval_s", "token_cost", "max_tokens.train_eval_s"),
         Pick("peak_rss_mb", "token_cost", "max_tokens.peak_rss_mb"),
-        Pick("manifest_bytes", "token_cost", "max_tokens.manifest_bytes"),
     )),
     # planted_ceiling: metrics/eval/fused_ceiling.json, the oracle and the told learner at the
     # largest ECG token count
     "planted_ceiling": Kind("planted_ceiling", (
-        Pick("max_tokens", "planted_ceiling", "max_tokens.ecg_tokens", optional=True),
-        Pick("top1", "planted_ceiling", "max_tokens.top1", optional=True),
-        Pick("posterior", "planted_ceiling", "max_tokens.posterior", optional=True),
-        Pick("oracle_test_mae", "planted_ceiling", "max_tokens.oracle_test_mae", optional=True),
         Pick("told_learner_weight", "planted_ceiling", "max_tokens.told_learner_weight",
              optional=True),
         Pick("told_learner_null", "planted_ceiling", "max_tokens.told_learner_null",
@@ -130,7 +122,6 @@ LAYOUT: dict[str, Kind] = {
     # encoder_bench@<model>: metrics/encoders/<model>.json
     "encoder": Kind("{item}_encoder", (
         Pick("tokens_per_record", "bench", "tokens_per_record"),
-        Pick("flops_per_record", "bench", "flops_per_record"),
         Pick("records_per_s", "bench", "records_per_s"),
     )),
     # sizing: metrics/sizing.json
@@ -143,9 +134,6 @@ LAYOUT: dict[str, Kind] = {
     "extract": Kind("extract", (
         Pick("records_done", "extract", "records"),
         Pick("wall_s", "extract", "wall_s"),
-        Pick("records_per_s", "extract", "records_per_s"),
-        Pick("predicted_wall_s_low", "extract", "prediction_check.predicted_wall_s_low",
-             optional=True),
         Pick("predicted_wall_s_high", "extract", "prediction_check.predicted_wall_s_high",
              optional=True),
         Pick("ratio_to_high", "extract", "prediction_check.ratio_to_high", optional=True),
