@@ -41,7 +41,7 @@ def _quiet() -> Iterator[None]:
         yield
 
 
-def _wfdb() -> Any:
+def load_wfdb() -> Any:
     """The ``wfdb`` module, imported on first use (quietly)."""
     with _quiet():
         import wfdb
@@ -76,7 +76,7 @@ def read_ecg(path: Path | str, name: str | None = None) -> EcgRecord:
     label = name or str(path)
     try:
         with _quiet():
-            rec = _wfdb().rdrecord(str(path))
+            rec = load_wfdb().rdrecord(str(path))
     except Exception as exc:  # wfdb raises many kinds (OSError, ValueError, IndexError, ...)
         raise BadRecord(label, "unreadable", f"{type(exc).__name__}: {exc}") from None
     names = [str(s) for s in (rec.sig_name or [])]
@@ -149,7 +149,7 @@ def write_ecg(path: Path, signal_mv: np.ndarray, fs: float,
     path.parent.mkdir(parents=True, exist_ok=True)
     digital = np.clip(np.round(signal_mv[order].T * ADC_GAIN), -32767, 32767).astype(np.int32)
     with _quiet():
-        _wfdb().wrsamp(path.name, fs=fs, units=["mV"] * len(leads), sig_name=list(leads),
+        load_wfdb().wrsamp(path.name, fs=fs, units=["mV"] * len(leads), sig_name=list(leads),
                     d_signal=digital, fmt=["16"] * len(leads),
                     adc_gain=[ADC_GAIN] * len(leads), baseline=[0] * len(leads),
                     write_dir=str(path.parent), comments=list(comments))

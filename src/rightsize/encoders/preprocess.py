@@ -54,6 +54,17 @@ STEPS = ("read WFDB .hea + .dat (wfdb), 12 leads picked by name; zero-phase FIR 
          "zero phase), as HuBERT-ECG's code/utils.py ecg_preprocessing and code/dataset.py do")
 
 
+def load_readers() -> None:
+    """Import what reading and preprocessing a record needs (wfdb, ``scipy.signal``): about
+    0.8 s, paid once per process. An extraction worker and the worker bench call it while
+    they start, so their start-up holds it and the first shard's preprocessing does not."""
+    import scipy.signal  # noqa: F401
+
+    from rightsize.encoders.ecg_files import load_wfdb
+
+    load_wfdb()
+
+
 def tap_count(fs: float) -> int:
     """Taps of the band-pass at ``fs`` Hz: ``int(0.3 fs)``, made odd as biosppy's
     ``get_filter`` does (an even FIR order gets one more tap)."""

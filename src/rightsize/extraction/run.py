@@ -163,7 +163,10 @@ def _die_with_parent(parent: int) -> None:
 
 def _init(cfg: ExtractConfig, records: RecordList, out: Path, events: Path | None,
           rank_base: int, counter: Any, parent: int = 0) -> None:
+    from rightsize.encoders.worker_process import exit_without_teardown
+
     _die_with_parent(parent or os.getppid())
+    exit_without_teardown()
     with counter.get_lock():
         rank = rank_base + counter.value
         counter.value += 1

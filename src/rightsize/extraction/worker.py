@@ -72,13 +72,13 @@ def geometry_of(cfg: ExtractConfig) -> EcgGeometry:
 def start_worker(cfg: ExtractConfig, records: RecordList, out: Path, rank: int,
                  events_dir: Path | None) -> WorkerState:
     """Build the model (threads fixed at ``threads_per_worker``) and open the event file;
-    ``times["startup_s"]`` is the seconds this took (imports and the model build)."""
+    ``times["startup_s"]`` is the seconds this took (imports, the readers and the model
+    build)."""
     t_start = time.perf_counter()
-    import torch
-
     from rightsize.encoders.weights import build_extractor
+    from rightsize.encoders.worker_process import prepare
 
-    torch.set_num_threads(cfg.threads_per_worker)
+    prepare(cfg.threads_per_worker)
     weights = Path(cfg.weights) if cfg.weights else None
     model, provenance = build_extractor(cfg.size, weights, cfg.seed, max(cfg.layers),
                                         geometry_of(cfg))

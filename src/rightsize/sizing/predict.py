@@ -3,12 +3,13 @@
 The run is modelled as ``extract`` executes it (:class:`RunShape`): ``workers`` processes
 start at once, each paying its start-up (spawn, imports, model build), then take shards in
 order as they come free; a worker reads, preprocesses, encodes and writes one shard after
-the other on its own cores, so per record its parts add. The wall clock is the start-up
-plus the last worker's finish (the shards' list schedule, so a short last shard or an odd
-shard count shows). Rates are the encoder bench's: the workers' own records/s at the run's
-batch (``workers`` block of the bench), else the one-process rate at that batch scaled to a
-worker's threads (labelled an assumption), the preprocessing rate per core, and the disk
-rates the sizing stage measured. Both ends of the range use the measured spreads.
+the other on its own cores, so per record its parts add. The wall clock is the start-up plus
+the last worker's finish (the shards' list schedule, so a short last shard or an odd shard
+count shows) plus the workers' exit. Rates are the encoder bench's: the workers' own
+records/s at the run's batch (``workers`` block of the bench), else the one-process rate at
+that batch scaled to a worker's threads (labelled an assumption), the preprocessing rate per
+core, and the disk rates the sizing stage measured. Both ends of the range use the measured
+spreads.
 
 :func:`check_bench_fits` refuses a bench of another model, size, geometry or batch (exit 4
 naming both); :func:`compare` sets the measured run beside the prediction and names the
@@ -137,10 +138,11 @@ def predict_cpu_run(bench: dict[str, Any], shape: RunShape, disk: dict[str, Any]
     wk = bench.get("workers") or {}
     s_lo, s_hi = wk.get("startup_s_min"), wk.get("startup_s_max")
     startup_known = s_lo is not None and s_hi is not None
+    shutdown = wk.get("shutdown_s") or 0.0
     ends = {}
     for end, c, p, s in (("low", c_lo, p_lo, s_lo), ("high", c_hi, p_hi, s_hi)):
         per = c + p + w_s
-        ends[end] = {"wall": finish(shape.shard_sizes, w, per, s or 0.0),
+        ends[end] = {"wall": finish(shape.shard_sizes, w, per, s or 0.0) + shutdown,
                      "compute": n * c / w, "preprocessing": n * p / w, "writing": n * w_s / w}
     parts: dict[str, Any] = {
         "compute": {"low_s": ends["low"]["compute"], "high_s": ends["high"]["compute"],
@@ -162,7 +164,8 @@ def predict_cpu_run(bench: dict[str, Any], shape: RunShape, disk: dict[str, Any]
         "low_s": min(rest.values()), "high_s": max(rest.values()),
         "how": "measured" if startup_known else "not measured",
         "note": (f"start-up {s_lo:.1f}-{s_hi:.1f} s per worker ({wk.get('workers')} spawned at "
-                 f"once) + workers idle at the end of the shard schedule"
+                 f"once) + workers idle at the end of the shard schedule + the workers' "
+                 f"exit {shutdown:.2f} s"
                  if startup_known else "start-up not measured (the bench has no worker "
                                        "timing): idle at the end of the shard schedule only")}
     return {"records": n, "wall_s_low": ends["low"]["wall"], "wall_s_high": ends["high"]["wall"],
@@ -171,9 +174,9 @@ def predict_cpu_run(bench: dict[str, Any], shape: RunShape, disk: dict[str, Any]
             "run": {"workers": w, "threads_per_worker": shape.threads_per_worker,
                     "batch_size": shape.batch_size, "shards": len(shape.shard_sizes),
                     "largest_shard": max(shape.shard_sizes, default=0)},
-            "model": "start-up + the last worker's finish: shards in order to the first free "
-                     "worker; per record compute + preprocessing + reading + writing add on a "
-                     "worker's cores",
+            "model": "start-up + the last worker's finish + the workers' exit: shards in order "
+                     "to the first free worker; per record compute + preprocessing + reading + "
+                     "writing add on a worker's cores",
             "bench_size": bench.get("size"), "bench_batch": shape.batch_size,
             "bench_threads": (bench.get("hardware") or {}).get("threads"),
             "bench_machine": bench_host(bench)}

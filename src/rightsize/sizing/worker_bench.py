@@ -6,9 +6,11 @@ encoder bench times one process on all cores; this times the workers as extract 
 
 1. **Start-up.** ``workers`` processes are spawned at once (``multiprocessing`` spawn, as
    extract's pool does); each imports torch and builds HuBERT-ECG with random weights
-   (:func:`rightsize.encoders.weights.build_extractor`, extract's own function). Its start-up
-   is the wall clock from the pool's creation in the parent to the model built in the
-   worker: spawn, imports, model build.
+   (:func:`rightsize.encoders.weights.build_extractor`, extract's own function) after
+   :func:`rightsize.encoders.worker_process.prepare` (threads, record readers), as extract's
+   workers do. Its start-up is the wall clock from the pool's creation in the parent to the
+   model built in the worker: spawn, imports, model build. Its shutdown is the pool's exit
+   after the last result (the workers leave as extract's do).
 2. **Rate.** Then every worker, concurrently with the others, times forwards of the
    extraction's model at each batch size (``warmup`` untimed, ``repeats`` timed, the same
    random inputs): records/s per worker while its siblings run, median, min and max.
@@ -24,8 +26,8 @@ import time
 from typing import Any
 
 WHAT = ("spawned processes started at once as extract starts its workers: Python start, "
-        "import torch + transformers, HuBERT-ECG built with random weights (extract's "
-        "build_extractor)")
+        "import torch + transformers and the record readers, HuBERT-ECG built with random "
+        "weights (extract's build_extractor); shutdown: the pool's exit after the last result")
 
 
 def _worker(t0: float, size: str, crops: int, depth: int, threads: int,
@@ -36,8 +38,10 @@ def _worker(t0: float, size: str, crops: int, depth: int, threads: int,
 
     from rightsize.encoders.models import EcgGeometry
     from rightsize.encoders.weights import build_extractor
+    from rightsize.encoders.worker_process import exit_without_teardown, prepare
 
-    torch.set_num_threads(threads)
+    exit_without_teardown()
+    prepare(threads)
     geometry = EcgGeometry(crops_per_record=crops)
     model, _ = build_extractor(size, None, 0, depth, geometry)
     startup = time.time() - t0
@@ -72,6 +76,8 @@ def bench_workers(size: str, crops: int, depth: int, workers: int, threads: int,
         futures = [pool.submit(_worker, t0, size, crops, depth, threads, tuple(batches), repeats,
                                warmup) for _ in range(workers)]
         results = [f.result() for f in futures]
+        t_done = time.time()
+    shutdown = time.time() - t_done
     startups = sorted(r["startup_s"] for r in results)
     throughput: dict[str, Any] = {}
     for key in results[0]["rates"]:
@@ -88,5 +94,6 @@ def bench_workers(size: str, crops: int, depth: int, workers: int, threads: int,
             "warmup": warmup,
             "startup_s": statistics.median(startups), "startup_s_min": startups[0],
             "startup_s_max": startups[-1], "startup_s_each": startups,
+            "shutdown_s": shutdown,
             "peak_rss_mb_per_worker": max(r["peak_rss_mb"] for r in results),
             "throughput": throughput}
