@@ -3,7 +3,7 @@
 The file holds the ``file_version`` header event, then ``records`` scalar events, one
 ``Summary.Value{tag, simple_value}`` each: record ``i`` has step ``i``, tag
 ``TAGS[i % len(TAGS)]``, a float32 loss-like value and a wall time 0.05 s after the
-previous one. Its bytes are exactly what :class:`rightsize.telemetry.writer.EventWriter`
+previous one. Its bytes are exactly what :class:`rightsize.ground.event_writer.EventWriter`
 (and torch's ``SummaryWriter.add_scalar``) would write; :func:`write_scalar_file` checks that
 byte-for-byte on a sample of records (start, every varint-length boundary, the end) before
 returning. Building ``encode_event`` + ``frame`` per record would take about a minute for
@@ -26,8 +26,8 @@ from pathlib import Path
 import numpy as np
 
 from rightsize.atomic import atomic_path
-from rightsize.telemetry.crc import frame, masked_crc32c
-from rightsize.telemetry.writer import encode_event
+from rightsize.ground.crc import frame, masked_crc32c
+from rightsize.ground.event_writer import encode_event
 
 log = logging.getLogger(__name__)
 
@@ -130,7 +130,7 @@ def _check_sample(path: Path, offsets: dict[int, int]) -> None:
                 got, want = _reference_record(data, offset, step)
             if got != want:
                 raise RuntimeError(f"{path}: generated record for step {step} at byte {offset} "
-                                   "differs from rightsize.telemetry.writer's encoding")
+                                   "differs from rightsize.ground.event_writer's encoding")
 
 
 def write_scalar_file(directory: str | Path, records: int, *, seed: int = 0,

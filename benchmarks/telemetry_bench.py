@@ -297,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
         f"- RampNet: {len(list(args.rampnet.glob('events.out.tfevents*')))} event files, "
         f"{rampnet_mb:.1f} MB, read in place. Generated: one file of {args.records:,} scalar "
         f"records (4 tags round-robin, step = record index), {size / 1e6:.0f} MB, written by "
-        "`benchmarks/gen_scalar_file.py` (byte-identical to `rightsize.telemetry.writer`).",
+        "`benchmarks/gen_scalar_file.py` (byte-identical to `rightsize.ground.event_writer`).",
         "- *whole process*: the whole command (start-up, imports, parquet write), peak RSS "
         "from `wait4`; rightsize runs the real CLI, tbparse/TensorBoard the scripts in "
         "`child_tbparse` / `child_tensorboard`. *read only*: the read call alone, timed in the "

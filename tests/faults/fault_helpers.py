@@ -102,7 +102,7 @@ def extract_corpus(root: Path, records: int = 4) -> Path:
 def event_file(folder: Path, steps: int = 20, host: str = "h", pid: int = 1,
                wall: float = 1_700_000_000.0) -> Path:
     """A small valid event file (``Loss/train_step`` and ``Loss/val_epoch``) in ``folder``."""
-    from rightsize.telemetry.writer import EventWriter
+    from rightsize.ground.event_writer import EventWriter
 
     w = EventWriter(folder, wall_time=wall, host=host, pid=pid)
     for s in range(1, steps + 1):

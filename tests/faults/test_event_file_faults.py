@@ -11,8 +11,8 @@ import pyarrow.parquet as pq
 import pytest
 from fault_helpers import rightsize
 
-from rightsize.telemetry.crc import CRC, LENGTH, masked_crc32c
-from rightsize.telemetry.writer import EventWriter
+from rightsize.ground.crc import CRC, LENGTH, masked_crc32c
+from rightsize.ground.event_writer import EventWriter
 
 GEOMETRY = ["--train-records", "100", "--global-batch", "5"]
 WALL = 1_700_000_000.0

@@ -12,14 +12,15 @@ GROUND = {"rightsize", "rightsize.atomic", "rightsize.blas_kernel", "rightsize.c
           "rightsize.errors", "rightsize.experiments", "rightsize.machine", "rightsize.measure",
           "rightsize.output_set", "rightsize.params", "rightsize.probe_registry",
           "rightsize.fmt", "rightsize.account_parts", "rightsize.cost_text", "rightsize.citations"}
+GROUND_PACKAGE = "rightsize.ground"   # shared file helpers: event writer, CRC, SHA-256, opening
 LIBRARIES = ("telemetry", "cohort", "probes", "encoders", "sizing", "extraction", "reporting")
 MAY_IMPORT = {                     # besides the ground modules and the package itself
     "telemetry": (),
     "cohort": (),
-    "probes": ("cohort", "telemetry"),   # the manifest's arrays; the run log's event writer
+    "probes": ("cohort",),               # the manifest's arrays
     "encoders": (),                      # the encoder models and preprocessing: ground only
     "sizing": ("encoders",),             # the bench measures the encoders and their inputs
-    "extraction": ("encoders", "telemetry"),   # runs the encoders; the event writer
+    "extraction": ("encoders",),         # runs the encoders
     "reporting": (),                     # reads metrics files only: no engine
 }
 
@@ -30,6 +31,10 @@ def _modules() -> list[str]:
         parts = list(path.relative_to(g.SRC).with_suffix("").parts)
         out.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
     return out
+
+
+def _is_ground(module: str) -> bool:
+    return module in GROUND or module == GROUND_PACKAGE or module.startswith(GROUND_PACKAGE + ".")
 
 
 def _package(module: str) -> str | None:
@@ -54,21 +59,37 @@ def test_libraries_import_only_the_ground_and_what_they_may(package):
     allowed = {f"rightsize.{p}" for p in (package, *MAY_IMPORT[package])}
     bad = [f"{m} imports {d}" for m in _modules() if _package(m) == package
            for d in sorted(g.direct_imports(m))
-           if d not in GROUND and not any(d == a or d.startswith(a + ".") for a in allowed)]
+           if not _is_ground(d) and not any(d == a or d.startswith(a + ".") for a in allowed)]
     assert not bad, "\n".join(bad)
 
 
 def test_ground_modules_import_only_the_ground():
-    bad = [f"{m} imports {d}" for m in sorted(GROUND) for d in sorted(g.direct_imports(m))
-           if d not in GROUND]
+    ground = sorted(GROUND) + [m for m in _modules() if _is_ground(m) and m not in GROUND]
+    assert f"{GROUND_PACKAGE}.event_writer" in ground and f"{GROUND_PACKAGE}.sha256" in ground
+    bad = [f"{m} imports {d}" for m in ground for d in sorted(g.direct_imports(m))
+           if not _is_ground(d)]
     assert not bad, "\n".join(bad)
+
+
+def test_the_ground_package_imports_no_room_and_the_rooms_use_it():
+    """The shared file helpers left telemetry (issue 45): the ground package imports only
+    itself, and the probes and extraction, which write event files and hash files, no longer
+    reach into telemetry for them."""
+    ground = [m for m in _modules() if m.startswith(GROUND_PACKAGE + ".")]
+    assert ground
+    bad = [f"{m} imports {d}" for m in ground for d in sorted(g.direct_imports(m))
+           if d != GROUND_PACKAGE and not d.startswith(GROUND_PACKAGE + ".")]
+    assert not bad, "\n".join(bad)
+    users = {_package(m) for m in _modules() for d in g.direct_imports(m)
+             if d.startswith(GROUND_PACKAGE + ".")}
+    assert {"telemetry", "probes", "extraction"} <= users, users
 
 
 def test_torch_and_transformers_stay_where_they_belong():
     bad = []
     for m in _modules():
         used = _third_party(m)
-        if _package(m) in ("telemetry", "reporting", "cohort") and used & {"torch",
+        if _package(m) in ("telemetry", "reporting", "cohort", "ground") and used & {"torch",
                                                                            "transformers"}:
             bad.append(f"{m} imports {sorted(used & {'torch', 'transformers'})}")
         if "transformers" in used and _package(m) != "encoders":

@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rightsize.telemetry.crc import frame
-from rightsize.telemetry.writer import encode_event
+from rightsize.ground.crc import frame
+from rightsize.ground.event_writer import encode_event
 
 REPO = Path(__file__).resolve().parents[2]
 SHARED = REPO.parent / "shared" / "telemetry"

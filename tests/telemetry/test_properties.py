@@ -28,8 +28,8 @@ def assert_every_byte_accounted_for(data: bytes, scan) -> None:
 
 
 def valid_file(n: int = 12) -> tuple[bytes, list[int]]:
-    from rightsize.telemetry.crc import frame
-    from rightsize.telemetry.writer import encode_event
+    from rightsize.ground.crc import frame
+    from rightsize.ground.event_writer import encode_event
 
     payloads = [encode_event(1.0, file_version="brain.Event:2")]
     payloads += [encode_event(1.0 + i, i * 37, scalars={f"t{i % 3}": i * 0.5})
@@ -45,8 +45,8 @@ def valid_file(n: int = 12) -> tuple[bytes, list[int]]:
 def periodic_file(n: int = 400) -> tuple[bytes, list[int]]:
     """Records in a repeating size pattern (3 tags of different lengths; steps cross 128),
     long enough for the scanner's run-ahead prediction to accept most of them."""
-    from rightsize.telemetry.crc import frame
-    from rightsize.telemetry.writer import encode_event
+    from rightsize.ground.crc import frame
+    from rightsize.ground.event_writer import encode_event
 
     tags = ("a", "bb/loss", "ccc/accuracy")
     out, offs = b"", []
@@ -141,8 +141,8 @@ point = st.tuples(st.floats(allow_nan=False, allow_infinity=False, width=64),
 @SETTINGS
 @given(st.lists(point, min_size=1, max_size=30))
 def test_fast_path_agrees_with_generic_decoder(points):
-    from rightsize.telemetry.crc import frame
-    from rightsize.telemetry.writer import encode_event
+    from rightsize.ground.crc import frame
+    from rightsize.ground.event_writer import encode_event
 
     data = b"".join(frame(encode_event(w, s, scalars={t: v})) for w, s, t, v in points)
     fast_tags, slow_tags = TagIndex(), TagIndex()

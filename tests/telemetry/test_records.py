@@ -113,7 +113,7 @@ def test_record_with_bad_payload_inside_a_resync_gap_is_absorbed(small_file):
 
 
 def test_header_claiming_more_bytes_than_the_file_has(ev):
-    from rightsize.telemetry.crc import CRC, LENGTH, masked_crc32c
+    from rightsize.ground.crc import CRC, LENGTH, masked_crc32c
 
     length = LENGTH.pack(1 << 40)
     data = ev.frame_all([ev.header()])[0] + length + CRC.pack(masked_crc32c(length)) + b"abc"

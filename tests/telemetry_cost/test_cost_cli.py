@@ -125,7 +125,7 @@ def test_bad_run_dirs(case, tmp_path, capsys, read_scalars):
     if case != "missing":
         d.mkdir()
     if case == "header_only":
-        from rightsize.telemetry.writer import EventWriter
+        from rightsize.ground.event_writer import EventWriter
 
         EventWriter(d, wall_time=1.7e9, host="h", pid=1).close()
     rc = main(["telemetry", str(d), "--train-records", "10", "--global-batch", "2"])

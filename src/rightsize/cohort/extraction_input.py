@@ -15,14 +15,13 @@ parquet files that is not an extraction is read as before.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from rightsize.errors import DataError
+from rightsize.ground.sha256 import MANIFEST, sha256_file
 
-MANIFEST = "SHA256SUMS"
 SHARDS = "shards"
 
 
@@ -34,14 +33,6 @@ class VerifiedExtraction:
     shards: Path           # its shards folder (what the source reads)
     files: int             # files verified against SHA256SUMS
     shard_count: int
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def extraction_folder(path: Path) -> Path | None:
@@ -81,7 +72,7 @@ def verify_extraction(path: Path) -> VerifiedExtraction | None:
     entries = _manifest(folder)
     for rel, want in sorted(entries.items()):
         try:
-            got = _sha256(folder / rel)
+            got = sha256_file(folder / rel)[0]
         except OSError as exc:
             raise DataError(f"{folder}: not a verified extraction: {rel} listed in {MANIFEST} "
                             f"cannot be read ({exc.strerror or exc})") from None

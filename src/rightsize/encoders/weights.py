@@ -19,7 +19,6 @@ model is built with ``torch.manual_seed(seed)``: random weights, features for co
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -33,6 +32,7 @@ from rightsize.encoders.models import (
     make_spec,
 )
 from rightsize.errors import DataError, InputError
+from rightsize.ground.sha256 import sha256_file
 
 PREFIXES = ("hubert_ecg.", "hubert.", "model.")
 IGNORED = ("final_proj.", "label_embedding.", "classifier.", "projector.", "head.")
@@ -43,14 +43,6 @@ RENAMED = {"encoder.pos_conv_embed.conv.weight_g":
            "encoder.pos_conv_embed.conv.parametrizations.weight.original1"}
 STATE_DICT_SUFFIXES = (".pt", ".pth", ".bin")
 RANDOM_NOTE = "random weights (seed {seed}): features for cost only"
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _size_of(config: dict[str, Any]) -> str | None:
@@ -91,8 +83,8 @@ def weights_identity(size: str, weights: Path | None, seed: int) -> dict[str, An
     config, files = weights / "config.json", weight_files(weights)
     try:
         return {"weights": str(weights), "seed": None,
-                "files": {f.name: _sha256(f) for f in files},
-                "model_config": f"config.json {_sha256(config)}" if config.is_file()
+                "files": {f.name: sha256_file(f)[0] for f in files},
+                "model_config": f"config.json {sha256_file(config)[0]}" if config.is_file()
                 else built_in,
                 "features": f"HuBERT-ECG {size} weights from {weights}"}
     except OSError as exc:

@@ -8,6 +8,7 @@
   SHA256SUMS once complete; the run's metrics.
 * :mod:`~rightsize.extraction.demo_corpus` — the synthetic corpus of the default pipeline.
 
-Imports the ground, :mod:`rightsize.encoders` (the models and the preprocessing the encoder
-bench times) and :mod:`rightsize.telemetry` (the event writer, SHA-256). No CLI, no DVC.
+Imports the ground (:mod:`rightsize.ground`: the event writer, SHA-256) and
+:mod:`rightsize.encoders` (the models and the preprocessing the encoder bench times). No CLI,
+no DVC.
 """

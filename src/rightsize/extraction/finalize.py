@@ -27,7 +27,7 @@ from rightsize import atomic
 from rightsize.extraction.config import ExtractConfig
 from rightsize.extraction.records import RecordList
 from rightsize.extraction.shards import SHARDS, ShardFile, shard_stem
-from rightsize.telemetry.sha256sums import MANIFEST, sha256_file
+from rightsize.ground.sha256 import MANIFEST, sha256_file
 
 ERROR_COLUMNS = ("study_id", "subject_id", "path", "reason", "detail")
 

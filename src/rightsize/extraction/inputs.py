@@ -12,21 +12,13 @@ other way round. A rerun compares size and ``mtime_ns`` (a ``stat``), or with
 
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
 from typing import Any
 
 from rightsize.encoders.ecg_files import record_files
 from rightsize.extraction.records import RecordList
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+from rightsize.ground.sha256 import sha256_file
 
 
 def list_row(records: RecordList, row: int) -> list[str]:
@@ -44,7 +36,7 @@ def file_identity(path: Path, folder: Path, digest: bool = True) -> list[Any]:
     except OSError:
         return [name, None, None, None]
     try:
-        sha = _sha256(path) if digest else None
+        sha = sha256_file(path)[0] if digest else None
     except OSError:
         sha = None
     return [name, st.st_size, st.st_mtime_ns, sha]

@@ -31,7 +31,7 @@ from rightsize import atomic
 from rightsize.extraction.config import ExtractConfig
 from rightsize.extraction.inputs import inputs_changed
 from rightsize.extraction.records import RecordList, shard_rows
-from rightsize.telemetry.sha256sums import sha256_file
+from rightsize.ground.sha256 import sha256_file
 
 SHARDS = "shards"
 META_KEY = b"rightsize.extract"

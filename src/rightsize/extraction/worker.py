@@ -86,7 +86,7 @@ def start_worker(cfg: ExtractConfig, records: RecordList, out: Path, rank: int,
     events = None
     host = socket.gethostname().split(".")[0] or "localhost"
     if events_dir is not None:
-        from rightsize.telemetry.writer import EventWriter
+        from rightsize.ground.event_writer import EventWriter
 
         events = EventWriter(events_dir / f"{host}.rank{rank}", wall_time=time.time(),
                              host=host)

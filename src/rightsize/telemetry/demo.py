@@ -27,9 +27,9 @@ import numpy as np
 
 from rightsize import atomic
 from rightsize.errors import InputError
+from rightsize.ground.event_writer import EventWriter
 from rightsize.params import require
 from rightsize.telemetry.sha256sums import manifest_for
-from rightsize.telemetry.writer import EventWriter
 
 log = logging.getLogger(__name__)
 

@@ -35,7 +35,7 @@ import google_crc32c
 import numpy as np
 
 from rightsize.errors import IntegrityError
-from rightsize.telemetry.crc import (
+from rightsize.ground.crc import (
     CRC,
     FOOTER_BYTES,
     HEADER_BYTES,

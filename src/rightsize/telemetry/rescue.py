@@ -40,16 +40,14 @@ from pathlib import Path
 
 from rightsize import atomic
 from rightsize.errors import InputError, IntegrityError, NoSpaceError, is_no_space
+from rightsize.ground.sha256 import CHUNK, MANIFEST, sha256_file
 from rightsize.telemetry.runs import CannotRead, Link, Listing, Unreadable, list_tree
 from rightsize.telemetry.sha256sums import (
-    CHUNK,
-    MANIFEST,
     SKIPPED,
     Manifest,
     VerifyResult,
     check_name,
     parse_manifest,
-    sha256_file,
     verify,
     write_manifest,
 )

@@ -24,10 +24,11 @@ import pyarrow as pa
 
 from rightsize.atomic import atomic_path
 from rightsize.errors import InputError, IntegrityError
+from rightsize.ground.regular_file import open_regular
 from rightsize.telemetry.events import SCALARS, FileEvents, TagIndex, decode_generic
 from rightsize.telemetry.fastpath import decode_simple
 from rightsize.telemetry.records import Buffer, scan_segments
-from rightsize.telemetry.runs import CannotRead, EventFile, Unreadable, open_regular, scan
+from rightsize.telemetry.runs import CannotRead, EventFile, Unreadable, scan
 from rightsize.telemetry.table import SCHEMA, FileInfo, Problem, ScalarTable, string_array
 
 log = logging.getLogger(__name__)

@@ -13,7 +13,6 @@ manifest edited on Windows), as GNU ``sha256sum -c`` accepts; a path listed twic
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from dataclasses import dataclass, field
@@ -22,10 +21,9 @@ from typing import Any
 
 from rightsize import atomic
 from rightsize.errors import InputError, IntegrityError
-from rightsize.telemetry.runs import Unreadable, escaped, open_regular
+from rightsize.ground.sha256 import MANIFEST, sha256_file
+from rightsize.telemetry.runs import Unreadable, escaped
 
-MANIFEST = "SHA256SUMS"
-CHUNK = 1 << 20
 SKIPPED = "skipped by rightsize rescue: "      # comment prefix of a path rescue could not read
 _LINE = re.compile(r"^([0-9a-fA-F]{64}) [ *](.+)$")
 
@@ -43,18 +41,6 @@ def check_name(path: str | os.PathLike[str], rel: str) -> None:
     if reason is not None:
         raise InputError(f"{escaped(str(path))}: the name holds {reason}, which {MANIFEST} "
                          "cannot list; rename the file and rerun")
-
-
-def sha256_file(path: Path) -> tuple[str, int]:
-    """Hex SHA-256 and byte count of ``path``, read in chunks (an ``OSError`` when it is not
-    a regular file: a FIFO is never opened)."""
-    h = hashlib.sha256()
-    n = 0
-    with open_regular(path) as fh:
-        while chunk := fh.read(CHUNK):
-            h.update(chunk)
-            n += len(chunk)
-    return h.hexdigest(), n
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 
 from rightsize.atomic import write_json
 from rightsize.errors import DataError, IntegrityError
-from rightsize.telemetry.sha256sums import sha256_file
+from rightsize.ground.sha256 import sha256_file
 
 CONTENTS = "contents"      # sidecar key: {relative path: sha256 hex} of the folder's files
 SELF = "sidecar_sha256"    # sidecar key: sha256 of the sidecar's canonical JSON without it

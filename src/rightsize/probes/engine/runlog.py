@@ -1,6 +1,6 @@
 """Training logs of a probe run: a tfevents file and the per-epoch loss curve CSV.
 
-Events (TensorBoard's format, via :class:`~rightsize.telemetry.writer.EventWriter`):
+Events (TensorBoard's format, via :class:`~rightsize.ground.event_writer.EventWriter`):
 ``Loss/train_step`` at every optimizer step (global step from 1, the step's real wall
 time), then ``Loss/train_epoch`` and ``Loss/val_epoch`` at the step closing each epoch.
 The event file is written epoch by epoch into a hidden temporary folder inside the events
@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from rightsize.atomic import no_space, staged_dir, write_text
+from rightsize.ground.event_writer import EventWriter
 from rightsize.output_set import OutputSet
-from rightsize.telemetry.writer import EventWriter
 
 EVENT_GLOB = "events.out.tfevents.*"
 PARTIAL = ".partial-"

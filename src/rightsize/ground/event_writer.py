@@ -12,7 +12,7 @@ import os
 import struct
 from pathlib import Path
 
-from rightsize.telemetry.crc import frame
+from rightsize.ground.crc import frame
 
 
 def _varint(n: int) -> bytes:
