@@ -1,5 +1,9 @@
-"""Number formatting shared by the report, the verbs and their text output (one style
-everywhere), and the dotted-key reads of metrics files it formats.
+"""Number formatting shared by the report, the verbs, the sizing and their text output (the
+one formatter: one dash, one set of units), and the dotted-key reads of metrics files it
+formats.
+
+Two digit styles: :func:`number` keeps its significant digits (``8.00``: table cells); the
+running text of an answer and its ranges use :func:`compact` (``8``, ``16.7``, ``1.2-3.4 h``).
 """
 
 from __future__ import annotations
@@ -8,6 +12,8 @@ import math
 from typing import Any
 
 DASH = "—"
+_BYTES = (("PB", 1e15), ("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3))
+_TIME = ((7200.0, 3600.0, "h"), (120.0, 60.0, "min"))     # (from, scale, unit); else s
 
 
 def _finite(x: Any) -> float | None:
@@ -34,6 +40,37 @@ def number(x: Any, digits: int = 3) -> str:
     if abs(v) >= 1e6 or abs(v) < 1e-3:
         return f"{v:.{digits - 1}e}"
     return f"{v:,.{decimals}f}"
+
+
+def compact(x: float) -> str:
+    """``x`` for running text: whole with thousands separators from 100 (``1,234``), three
+    significant digits from 1 (``16.7``, ``30``), two below (``0.57``, ``0.00017``)."""
+    if abs(x) >= 100:
+        return f"{x:,.0f}"
+    return f"{x:.3g}" if abs(x) >= 1 else f"{x:.2g}"
+
+
+def compact_range(low: Any, high: Any = None, scale: float = 1.0) -> str:
+    """``low`` (and ``high``) divided by ``scale`` in :func:`compact` digits: ``2.4``, or
+    ``1.2-3.4`` when the ends differ as printed; dash when absent."""
+    if _finite(low) is None:
+        return DASH
+    lo, hi = compact(low / scale), compact((low if high is None else high) / scale)
+    return lo if lo == hi else f"{lo}-{hi}"
+
+
+def _time_unit(top: float) -> tuple[float, str]:
+    return next(((scale, unit) for at, scale, unit in _TIME if abs(top) >= at), (1.0, "s"))
+
+
+def duration_range(low: Any, high: Any = None) -> str:
+    """Seconds for running text: ``42 s``, ``4.2 min``, ``3.1 h``, a range ``1.2-3.4 h`` (the
+    unit chosen by the larger end: seconds under 2 minutes, minutes under 2 hours); dash when
+    absent."""
+    if _finite(low) is None:
+        return DASH
+    scale, unit = _time_unit(max(abs(low), abs(low if high is None else high)))
+    return f"{compact_range(low, high, scale)} {unit}"
 
 
 def integer(x: Any) -> str:
@@ -64,11 +101,8 @@ def duration(x: Any) -> str:
         return DASH
     if 0 < abs(v) < 0.1:
         return f"{number(v * 1000)} ms"
-    if abs(v) < 120:
-        return f"{number(v)} s"
-    if abs(v) < 7200:
-        return f"{number(v / 60)} min"
-    return f"{number(v / 3600)} h"
+    scale, unit = _time_unit(v)
+    return f"{number(v / scale)} {unit}"
 
 
 def hours(x: Any) -> str:
@@ -81,14 +115,26 @@ def hours(x: Any) -> str:
 
 
 def nbytes(x: Any) -> str:
-    """Decimal byte size: ``3.07 TB``, ``512 kB``, ``17 B``."""
+    """Decimal byte size for tables: ``3.07 TB``, ``512 kB``, ``17 B``; dash when absent."""
     v = _finite(x)
     if v is None:
         return DASH
-    for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+    for unit, scale in _BYTES:
         if abs(v) >= scale:
             return f"{number(v / scale)} {unit}"
     return f"{int(v)} B"
+
+
+def compact_bytes(x: Any) -> str:
+    """Decimal byte size for running text, in :func:`compact` digits: ``3.07 TB``, ``66 GB``,
+    ``18 B``; dash when absent."""
+    v = _finite(x)
+    if v is None:
+        return DASH
+    for unit, scale in _BYTES:
+        if abs(v) >= scale:
+            return f"{compact(v / scale)} {unit}"
+    return f"{v:.0f} B"
 
 
 def megabytes(x: Any) -> str:

@@ -1,9 +1,10 @@
-"""Human byte sizes (params and flags) and their rendering; storage dtype widths."""
+"""Human byte sizes (params and flags), their rendering (rightsize.fmt); storage dtype widths."""
 
 from __future__ import annotations
 
 import pytest
 
+from rightsize import fmt
 from rightsize.errors import ParamsError
 from rightsize.fmt import DASH, nbytes
 from rightsize.sizing.units import DTYPE_BYTES, parse_size
@@ -33,3 +34,19 @@ def test_bytes_render_with_the_one_formatter() -> None:
 
 def test_dtype_widths() -> None:
     assert DTYPE_BYTES == {"float16": 2, "bfloat16": 2, "float32": 4}
+
+
+def test_running_text_uses_the_same_formatter_dash_and_units() -> None:
+    # what the sizing's answers print (sizing/units.py had its own copy with "-" for absent)
+    assert fmt.compact_bytes(66e9) == "66 GB" and fmt.compact_bytes(457.3e9) == "457 GB"
+    assert fmt.compact_bytes(17.6) == "18 B" and fmt.compact_bytes(2.5e15) == "2.5 PB"
+    assert fmt.compact_bytes(999_862) == "1,000 kB"        # was "1e+03 kB"
+    assert fmt.duration_range(30.0) == "30 s" and fmt.duration_range(1002.5) == "16.7 min"
+    assert fmt.duration_range(5714) == "95.2 min" and fmt.duration_range(0.022, 2.0) == \
+        "0.022-2 s"
+    assert fmt.duration_range(100, 7300) == "0.028-2.03 h"      # the larger end picks the unit
+    assert fmt.compact_range(0.00017) == "0.00017" and fmt.compact_range(1.2, 3.4) == "1.2-3.4"
+    assert fmt.compact_range(2.41, 2.409) == "2.41"             # equal as printed: one number
+    for f in (fmt.compact_bytes, fmt.duration_range, fmt.compact_range):
+        assert f(None) == fmt.DASH
+    assert fmt.nbytes(2e15) == "2.00 PB"                        # tables share the units

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rightsize.sizing.units import format_bytes, format_duration, format_hours
+from rightsize.fmt import compact_bytes, compact_range, duration_range
 
 UNITS = {"hubert_ecg": "ECG records", "echojepa": "videos"}
 PER = {"hubert_ecg": "ECG record", "echojepa": "video"}
@@ -55,11 +55,11 @@ def fits_words(result: dict[str, Any], block: dict[str, Any]) -> str:
     """``fits the 55 GB free at .: yes; the 2 TB quota: yes``."""
     disk, out = result["disk"], []
     if block.get("fits_free_space") is not None:
-        out.append(f"fits the {format_bytes(disk['free_bytes'])} free at {disk['path']} "
+        out.append(f"fits the {compact_bytes(disk['free_bytes'])} free at {disk['path']} "
                    f"(when sizing ran): "
                    f"{'yes' if block['fits_free_space'] else 'NO'}")
     if block.get("fits_quota") is not None:
-        out.append(f"the {format_bytes(disk['quota_bytes'])} quota: "
+        out.append(f"the {compact_bytes(disk['quota_bytes'])} quota: "
                    f"{'yes' if block['fits_quota'] else 'NO'}")
     return "; ".join(out) or "no disk check"
 
@@ -90,7 +90,7 @@ def _cost(c: dict[str, Any] | None) -> str:
     if not c:
         return ""
     return (f"; at your prices (sizing.prices, not measured): "
-            f"{format_hours(c['low'], c['high'])} ({c['what']})")
+            f"{compact_range(c['low'], c['high'])} ({c['what']})")
 
 
 def _geometry(result: dict[str, Any], models: list[str]) -> str:
@@ -114,7 +114,7 @@ def _load(result: dict[str, Any], models: list[str]) -> str:
 
 def _span(j: dict[str, Any] | None) -> str:
     return "not measured" if not j or j.get("wall_s_high") is None else \
-        format_duration(j["wall_s_low"], j["wall_s_high"])
+        duration_range(j["wall_s_low"], j["wall_s_high"])
 
 
 def _omitted(a: dict[str, Any]) -> str:
@@ -140,13 +140,13 @@ def ask_sentence(result: dict[str, Any]) -> tuple[str, str]:
             f"{'; ' + geometry if geometry else ''}; {deadline}; {fits_words(result, a)}"
             f"{_omitted(a)})")
     load = _load(result, models)
-    shards = f"{format_bytes(a['storage_bytes'])} of {dtype} shards"
+    shards = f"{compact_bytes(a['storage_bytes'])} of {dtype} shards"
     cpu, opt = a["cpu"], a["option"]
     cores = f"{hw['cores']} core{'s' if hw['cores'] != 1 else ''}"
     cpu_words = cpu_where(result, models, cores, cpu_how)
     unknown = ", ".join(a.get("unknown") or [])
     fastest = a["gpu"]
-    gpu_h = format_hours(fastest.get("gpu_hours_low"), fastest.get("gpu_hours_high"))
+    gpu_h = compact_range(fastest.get("gpu_hours_low"), fastest.get("gpu_hours_high"))
     fastest_words = (f"{_gpu_words(result, result['gpus'], gpu_how)} would take "
                      f"{_span(fastest)} ({gpu_h} GPU-hours), bound by {fastest['bound']}")
     if a["choice"] == "no_fit":
@@ -173,7 +173,7 @@ def ask_sentence(result: dict[str, Any]) -> tuple[str, str]:
                 f"{cpu['bound']}{_cost(a['cost'])} {tail}.{load}")
     if a["choice"] == "gpu":
         k = a["gpus_chosen"]
-        gpu_span = format_hours(opt["gpu_hours_low"], opt["gpu_hours_high"])
+        gpu_span = compact_range(opt["gpu_hours_low"], opt["gpu_hours_high"])
         return (f"{k} GPU{'s' if k != 1 else ''}, {gpu_span} GPU-hours",
                 f"{_gpu_words(result, k, gpu_how)}: {_span(opt)} wall-clock, {gpu_span} "
                 f"GPU-hours, {shards}, bound by {opt['bound']}{_cost(a['cost'])}; "

@@ -118,19 +118,19 @@ def pilot_block(pilot: dict[str, Any], name: str, result: dict[str, Any]) -> dic
 def pilot_words(block: dict[str, Any]) -> list[str]:
     """The pilot in one clause (records, wall clock, machine, start-up), then one per
     scenario: the pilot's prediction beside the bench's."""
-    from rightsize.sizing.units import format_duration
+    from rightsize.fmt import duration_range
 
     first = next((p for models in block["scenarios"].values() for p in models.values()), None)
     if first is None:
         return []
-    out = [f"pilot: {block['records']} records in {format_duration(block['wall_s'])} on "
+    out = [f"pilot: {block['records']} records in {duration_range(block['wall_s'])} on "
            f"{block['workers']} workers of {block['machine']}, start-up "
            f"{first['startup_s']:.1f} s"]
     for scen, models in block["scenarios"].items():
         for model, p in models.items():
-            bench = format_duration(p["bench_wall_s_low"], p["bench_wall_s_high"])
+            bench = duration_range(p["bench_wall_s_low"], p["bench_wall_s_high"])
             out.append(f"{scen}/{model}: {p['records']:,} records in "
-                       f"{format_duration(p['wall_s'])}"
+                       f"{duration_range(p['wall_s'])}"
                        + (f" ({p['scaled']})" if p.get("scaled") else "")
                        + f", the bench predicts {bench}")
     return out

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from rightsize.fmt import compact_bytes, compact_range, duration_range
 from rightsize.machine import machine_phrase, stamp
 from rightsize.sizing.ask_words import UNITS, ask_sentence
 from rightsize.sizing.geometry_words import geometry_notes
-from rightsize.sizing.units import format_bytes, format_duration, format_hours
 
 
 def bound_text(job: dict[str, Any]) -> str:
@@ -32,12 +32,12 @@ def _cheapest_cell(row: dict[str, Any], deadline_h: float) -> str:
     if c["choice"] == "no_fit":
         return "request scratch first: the shards do not fit the disk"
     if c["choice"] == "cpu":
-        return f"CPU: {format_duration(opt['wall_s_low'], opt['wall_s_high'])}"
+        return f"CPU: {duration_range(opt['wall_s_low'], opt['wall_s_high'])}"
     if c["choice"] in ("gpu", "unknown"):
         where = "CPU" if c["k"] is None else f"{c['k']} GPU{'s' if c['k'] != 1 else ''}"
-        text = f"{where}: {format_duration(opt['wall_s_low'], opt['wall_s_high'])}"
+        text = f"{where}: {duration_range(opt['wall_s_low'], opt['wall_s_high'])}"
         if c["k"] is not None:
-            text += f", {format_hours(opt['gpu_hours_low'], opt['gpu_hours_high'])} GPU-h"
+            text += f", {compact_range(opt['gpu_hours_low'], opt['gpu_hours_high'])} GPU-h"
         if c["choice"] == "unknown":
             text += f" without the unknown {', '.join(opt.get('unknown') or [])}"
         return text
@@ -56,15 +56,15 @@ def scenario_table(result: dict[str, Any]) -> dict[str, Any]:
                 f"{name} / {model}",
                 f"{r['records']:,} {UNITS.get(r['family'], 'records')} ({r['source']}"
                 + (f"; assumption: {r['assumption']})" if r.get("assumption") else ")"),
-                f"{format_duration(cpu['wall_s_low'], cpu['wall_s_high'])} "
+                f"{duration_range(cpu['wall_s_low'], cpu['wall_s_high'])} "
                 f"({cpu['parts']['compute']['how']}), bound by {bound_text(cpu)}",
-                f"{format_duration(gpu['wall_s_low'], gpu['wall_s_high'])}, "
-                f"{format_hours(gpu['gpu_hours_low'], gpu['gpu_hours_high'])} GPU-h "
+                f"{duration_range(gpu['wall_s_low'], gpu['wall_s_high'])}, "
+                f"{compact_range(gpu['gpu_hours_low'], gpu['gpu_hours_high'])} GPU-h "
                 f"({gpu['parts']['compute']['how']}), bound by {bound_text(gpu)}",
                 _cheapest_cell(r, result["deadline_h"]),
-                f"{format_bytes(r['storage_bytes'])} ({r['layers_kept']} x "
-                f"{format_bytes(r['storage_bytes_per_layer'])}{fits})",
-                format_bytes(r["manifest_bytes"]),
+                f"{compact_bytes(r['storage_bytes'])} ({r['layers_kept']} x "
+                f"{compact_bytes(r['storage_bytes_per_layer'])}{fits})",
+                compact_bytes(r["manifest_bytes"]),
             ])
     header = ["scenario / model", "records (source)",
               _cpu_header(result),
@@ -97,9 +97,9 @@ def layers_table(result: dict[str, Any]) -> dict[str, Any]:
         vectors = r["tokens_per_record"] if r["keep"] == "tokens" else r["inputs_per_record"]
         rows.append([model, f"{what} of {states} (the last {r['layers_kept']} of "
                             f"{r['hidden_states']}, embeddings output = 0)",
-                     f"{format_bytes(r['bytes_per_record_per_layer'])} ({vectors:,} x "
+                     f"{compact_bytes(r['bytes_per_record_per_layer'])} ({vectors:,} x "
                      f"{r['hidden_size']:,} x {r['dtype']})",
-                     format_bytes(r["bytes_per_record"])])
+                     compact_bytes(r["bytes_per_record"])])
     return {"header": ["model", "kept (sizing.models)", "per layer per record",
                        "per record"], "rows": rows,
             "caption": "A probe manifest built from the shards holds the same values as "
@@ -140,8 +140,8 @@ def gpu_type_table(result: dict[str, Any]) -> dict[str, Any] | None:
                  f"{t['compute']})"]
         for k in ks:
             j = t["by_k"][k]
-            cells.append(f"{format_duration(j['wall_s_low'], j['wall_s_high'])}, "
-                         f"{format_hours(j['gpu_hours_low'], j['gpu_hours_high'])} GPU-h")
+            cells.append(f"{duration_range(j['wall_s_low'], j['wall_s_high'])}, "
+                         f"{compact_range(j['gpu_hours_low'], j['gpu_hours_high'])} GPU-h")
         pick = (f"{t['k']} GPU{'s' if t['k'] != 1 else ''}" if t["k"] else
                 "request scratch first: the shards do not fit the disk"
                 if t["choice"] == "no_fit" else
@@ -149,7 +149,7 @@ def gpu_type_table(result: dict[str, Any]) -> dict[str, Any] | None:
         if t["choice"] == "unknown" and t["k"]:
             pick += " (unknown parts)"
         if t.get("cost"):
-            pick += f"; {format_hours(t['cost']['low'], t['cost']['high'])} at your price"
+            pick += f"; {compact_range(t['cost']['low'], t['cost']['high'])} at your price"
         cells.append(pick)
         rows.append(cells)
     a = result["ask"]
@@ -196,16 +196,16 @@ def before_after_table(result: dict[str, Any]) -> dict[str, Any] | None:
             "rows": [["tokens per record", f"{old['tokens_per_record']:,}",
                       f"{new['tokens_per_record']:,} ({new['model']} {new['size']}, "
                       f"{_crops(new.get('crops_per_record'))}, output shapes)"],
-                     ["storage", format_bytes(old["storage_bytes"]),
-                      format_bytes(new["storage_bytes"])],
-                     ["GPU-hours (compute)", format_hours(old["gpu_hours"]),
-                      format_hours(new["gpu_hours_low"], new["gpu_hours_high"]) + est],
+                     ["storage", compact_bytes(old["storage_bytes"]),
+                      compact_bytes(new["storage_bytes"])],
+                     ["GPU-hours (compute)", compact_range(old["gpu_hours"]),
+                      compact_range(new["gpu_hours_low"], new["gpu_hours_high"]) + est],
                      ["writing the shards (one node)", "not counted",
-                      f"{format_duration(new['write_s'])} at "
+                      f"{duration_range(new['write_s'])} at "
                       f"{new['write_bytes_per_s'] / 1e6:,.0f} MB/s (aggregate, measured here)"],
                      ["GPU-hours on 1 GPU with the write bound",
-                      format_hours(old["gpu_hours"]) + " (no write bound)",
-                      format_hours(new["gpu_hours_with_write_low"],
+                      compact_range(old["gpu_hours"]) + " (no write bound)",
+                      compact_range(new["gpu_hours_with_write_low"],
                                    new["gpu_hours_with_write_high"]) + est]],
             "caption": f"The retired calculator's job: {ba['records']:,} ECG records, "
                        f"{ba['layers_kept']} layers, {ba['dtype']}; the asserted side "

@@ -28,8 +28,8 @@ import shlex
 from typing import Any
 
 from rightsize.errors import ParamsError
+from rightsize.fmt import compact_bytes, duration_range
 from rightsize.sizing.timing import HOUR, cheapest
-from rightsize.sizing.units import format_bytes, format_duration
 
 PLAIN = re.compile(r"^[A-Za-z0-9_.:,=+/@-]+$")
 GB = 1000**3
@@ -67,15 +67,15 @@ def _mem_gb(bench: dict[str, Any], workers: int, margin: float) -> tuple[int, st
 
 def scratch_words(storage: int, free: int | None, quota: int | None, path: str) -> str:
     """``needs 457 GB; data has 66 GB free: request scratch`` (or that it fits)."""
-    need = f"needs {format_bytes(storage)} of shards"
+    need = f"needs {compact_bytes(storage)} of shards"
     short = []
     if free is not None and storage > free:
-        short.append(f"{path} has {format_bytes(free)} free")
+        short.append(f"{path} has {compact_bytes(free)} free")
     if quota is not None and storage > quota:
-        short.append(f"the quota is {format_bytes(quota)}")
+        short.append(f"the quota is {compact_bytes(quota)}")
     if short:
-        return f"{need}; {' and '.join(short)}: request scratch of {format_bytes(storage)}"
-    where = f"the {format_bytes(free)} free at {path}" if free is not None else path
+        return f"{need}; {' and '.join(short)}: request scratch of {compact_bytes(storage)}"
+    where = f"the {compact_bytes(free)} free at {path}" if free is not None else path
     return f"{need}: fits {where}"
 
 
@@ -92,7 +92,7 @@ def scenario_request(name: str, cpu: dict[str, Any], by_k: dict[int, dict[str, A
                                                     disk.get("path", "?"))}
     if pick["choice"] in ("gpu", "unknown") and pick["k"]:
         k, job = pick["k"], by_k[pick["k"]]
-        span = format_duration(job["wall_s_low"], job["wall_s_high"])
+        span = duration_range(job["wall_s_low"], job["wall_s_high"])
         mem, mem_how = _mem_gb(bench, 1, margin)
         out.update(option="gpu", array=k, cpus_per_task=cfg.cpu_cores_per_gpu, gres="gpu:1",
                    time_s=job["wall_s_high"] * margin, mem_gb=mem,
@@ -108,7 +108,7 @@ def scenario_request(name: str, cpu: dict[str, Any], by_k: dict[int, dict[str, A
                    time_s=(s_hi + work / array) * margin, mem_gb=mem,
                    why=(f"one task of {cores} cores meets the deadline" if array == 1 else
                         f"{array} tasks of {cores} cores, each "
-                        f"{format_duration(s_hi + work / array)} at the slow end, meet the "
+                        f"{duration_range(s_hi + work / array)} at the slow end, meet the "
                         f"{cfg.deadline_h:g} h deadline with the {margin:g}x margin"))
     else:
         return {**out, "option": None, "lines": [], "why": "compute not measured: no request"}
