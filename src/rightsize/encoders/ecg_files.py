@@ -149,7 +149,7 @@ def write_ecg(path: Path, signal_mv: np.ndarray, fs: float,
     path.parent.mkdir(parents=True, exist_ok=True)
     digital = np.clip(np.round(signal_mv[order].T * ADC_GAIN), -32767, 32767).astype(np.int32)
     with _quiet():
-        load_wfdb().wrsamp(path.name, fs=fs, units=["mV"] * len(leads), sig_name=list(leads),
-                    d_signal=digital, fmt=["16"] * len(leads),
-                    adc_gain=[ADC_GAIN] * len(leads), baseline=[0] * len(leads),
-                    write_dir=str(path.parent), comments=list(comments))
+        load_wfdb().wrsamp(path.name, fs=fs, units=["mV"] * len(leads),
+                           sig_name=list(leads), d_signal=digital, fmt=["16"] * len(leads),
+                           adc_gain=[ADC_GAIN] * len(leads), baseline=[0] * len(leads),
+                           write_dir=str(path.parent), comments=list(comments))
