@@ -176,6 +176,34 @@ def test_editing_one_verb_marks_only_its_own_stages(committed_copy, pipeline_env
     assert {stage.split("@")[0] for stage in status} == {"sizing"}, sorted(status)
 
 
+# Issue 45: the event writer, CRC, SHA-256 and safe opening moved to rightsize.ground, so
+# the telemetry room's report code is a dep of the stages that read event files only.
+TELEMETRY_STAGES = {"demo_run", "verify", "telemetry", "probe_telemetry", "token_cost_case",
+                    "token_cost"}
+COST_REPORT = "src/rightsize/telemetry/cost_report.py"
+
+
+def test_editing_the_cost_report_reruns_only_telemetry_stages():
+    # DVC re-runs a stage for a changed file iff one of its deps is the file or a folder
+    # above it (g.covered); the dvc.status version of this check is the slow test below.
+    stages = g.load_stages()
+    rerun = {st.name for st in stages if g.covered(COST_REPORT, st.deps)}
+    importers = {st.name for st in stages
+                 if any(m.startswith("rightsize.telemetry.") for m in g.stage_closure(st))}
+    assert rerun == importers == TELEMETRY_STAGES, (sorted(rerun), sorted(importers))
+    assert not rerun & {"train", "footprint", "extract", "extract_to_cohort", "cohort"}
+
+
+@pytest.mark.slow
+def test_dvc_status_after_editing_the_cost_report_marks_only_telemetry_stages(
+        committed_copy, pipeline_env):
+    proj, env = committed_copy, pipeline_env
+    (proj / COST_REPORT).write_bytes((proj / COST_REPORT).read_bytes() + b"\n# touched\n")
+    status = _status(proj, env)
+    assert {stage.split("@")[0] for stage in status} == TELEMETRY_STAGES, sorted(status)
+    assert _marked(status, COST_REPORT) == TELEMETRY_STAGES
+
+
 # The stages whose outputs hold a timing, rate, memory peak or free space (issue 41); a
 # foreach stage counts with every one of its items.
 MEASURING = ("cohort", "train", "token_cost_case", "encoder_bench", "footprint", "sizing",
