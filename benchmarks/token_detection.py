@@ -174,7 +174,8 @@ def run(a: argparse.Namespace) -> None:
 
 
 def queue_commands(a: argparse.Namespace) -> list[str]:
-    """The grid as ``dvc exp run --queue`` commands (one experiment per cell)."""
+    """The grid as ``dvc exp run --queue`` commands (one experiment per cell), each limited
+    to the stages that hold its three numbers (and what they need)."""
     out = []
     for c in grid(a):
         k = c["train"] / TRAIN_SPLIT[0]
@@ -185,7 +186,8 @@ def queue_commands(a: argparse.Namespace) -> list[str]:
             f"-S cohort.ecg_event_energy=split -S cohort.seed={c['cohort_seed']} "
             f"-S cohort.n_subjects={c['train'] + val + test} -S cohort.splits.train={c['train']} "
             f"-S cohort.splits.val={val} -S cohort.splits.test={test} "
-            f"-S train.seeds={a.seeds} -S planted_ceiling.learner_seeds={a.learner_seeds}")
+            f"-S train.seeds={a.seeds} -S planted_ceiling.learner_seeds={a.learner_seeds} "
+            f"compare planted_ceiling")
     return out + ["dvc queue start -j 1"]
 
 
