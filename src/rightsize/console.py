@@ -1,11 +1,15 @@
 """Terminal output shared by all verbs: warnings, info, progress and JSON on stdout.
 
-Progress is drawn only when stderr is a terminal and ``--quiet`` was not given: in logs,
-pipes and CI it costs nothing and prints nothing. It is one line on stderr, redrawn in place
-(``\\r``) at most every :data:`REDRAW_S` seconds and once more when the work ends, so a
-per-file or per-epoch callback stays cheap. Warnings always go to stderr as one line each
-(``rightsize: warning: ...``), on a clean line even while progress is showing. Nothing
-here writes progress to stdout, which stays for results.
+Progress goes to stderr only, never with ``--quiet``. On a terminal it is one line, redrawn
+in place (``\\r``) at most every :data:`REDRAW_S` seconds and once more when the work ends.
+Anywhere else (``dvc repro``'s output, a Slurm log, a pipe) it is one plain line every
+``RIGHTSIZE_PROGRESS_S`` seconds (default :data:`LOG_EVERY_S`; 0: none) and a final line,
+both only for work that lasts that long: short work prints nothing. A line carries the
+count, and where the caller names a unit the rate and the time left, e.g. ``extract:
+96/200 records, 7.9 records/s, ETA 13 s``. Either way a per-item callback stays cheap.
+Warnings always go to stderr as one line each (``rightsize: warning: ...``), on a clean
+line even while progress is showing. Nothing here writes progress to stdout, which stays
+for results.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import math
 import os
 import sys
 import time
@@ -23,12 +28,19 @@ T = TypeVar("T")
 _state: dict[str, Any] = {"quiet": False, "debug": False, "line": None}
 
 REDRAW_S = 0.1            # seconds between redraws of a progress line
+LOG_EVERY_S = 30.0        # seconds between plain progress lines off a terminal (default)
+LOG_EVERY_ENV = "RIGHTSIZE_PROGRESS_S"
 _CLEAR = "\r\x1b[K"       # back to column 0, erase to the end of the line
 
 
 def configure(quiet: bool = False, debug: bool = False) -> None:
-    """Set verbosity once at the CLI edge and configure logging."""
+    """Set verbosity once at the CLI edge and configure logging; a warning naming
+    ``RIGHTSIZE_PROGRESS_S`` when it is not seconds >= 0 (the default is used: a typo in a
+    display setting does not stop the work)."""
     _state["quiet"] = quiet
+    bad = _log_every_problem()
+    if bad:
+        warn(bad)
     _state["debug"] = debug
     logging.basicConfig(
         level=logging.DEBUG if debug else logging.WARNING,
@@ -41,14 +53,51 @@ def quiet() -> bool:
     return _state["quiet"]
 
 
-def progress_enabled() -> bool:
-    """True when progress may be drawn: stderr is a terminal and not ``--quiet``."""
-    if _state["quiet"]:
-        return False
+def _log_every_value() -> float | None:
+    """``RIGHTSIZE_PROGRESS_S`` as seconds; :data:`LOG_EVERY_S` when unset; None when bad."""
+    raw = os.environ.get(LOG_EVERY_ENV, "").strip()
+    if not raw:
+        return LOG_EVERY_S
     try:
-        return sys.stderr.isatty()
+        value = float(raw)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) and value >= 0 else None
+
+
+def _log_every_problem() -> str:
+    """The warning for a bad ``RIGHTSIZE_PROGRESS_S``, or ""."""
+    if _log_every_value() is not None:
+        return ""
+    raw = os.environ.get(LOG_EVERY_ENV, "").strip()
+    return (f"{LOG_EVERY_ENV}={raw!r}: not a number of seconds >= 0 (the time between "
+            f"progress lines in a log; 0: none); using {LOG_EVERY_S:g} s")
+
+
+def log_every_s() -> float:
+    """Seconds between plain progress lines off a terminal: ``RIGHTSIZE_PROGRESS_S``, else
+    (unset or bad) :data:`LOG_EVERY_S`; 0 turns them off."""
+    value = _log_every_value()
+    return LOG_EVERY_S if value is None else value
+
+
+def progress_mode() -> str | None:
+    """``"tty"`` (stderr is a terminal), ``"log"`` (it is not, and plain progress lines are
+    on), or None (``--quiet``, or ``RIGHTSIZE_PROGRESS_S=0`` off a terminal)."""
+    if _state["quiet"]:
+        return None
+    try:
+        tty = sys.stderr.isatty()
     except (AttributeError, ValueError):   # replaced or closed stream
-        return False
+        tty = False
+    if tty:
+        return "tty"
+    return "log" if log_every_s() > 0 else None
+
+
+def progress_enabled() -> bool:
+    """True when progress may be shown (on a terminal, or as plain lines in a log)."""
+    return progress_mode() is not None
 
 
 def _clear_line() -> None:
@@ -80,29 +129,65 @@ def _width() -> int:
     return cols if cols > 0 else 80     # a fresh pty may report 0 columns
 
 
-class Progress:
-    """A one-line progress report on a terminal's stderr; a no-op everywhere else.
+def seconds_text(seconds: float) -> str:
+    """A duration rounded for a progress line: ``4.2 s``, ``13 s``, ``25 min``, ``28.1 h``."""
+    if seconds < 10:
+        return f"{seconds:.1f} s"
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
 
-    ``Progress("files", total=12)`` draws ``files 3/12 <note>``; without ``total`` it draws
-    ``files 3 <note>``, or just ``<what> ...`` before the first update. Use it as a context
-    manager: on success the final state is drawn and the line ended, on an exception the
-    line is erased so the one-line error stands alone. Instances are callable
-    (``bar(note)`` advances by one), so ``bar`` can be handed to a per-item callback.
-    Check :attr:`enabled` to skip work that only feeds the display.
+
+def rate_text(per_s: float, unit: str) -> str:
+    """``7.9 records/s`` (``unit`` plural); below one a second, the time per item instead:
+    ``3.1 s/epoch``."""
+    if per_s >= 1:
+        return f"{per_s:,.0f} {unit}/s" if per_s >= 100 else f"{per_s:.1f} {unit}/s"
+    one = unit[:-1] if unit.endswith("s") else unit
+    return f"{seconds_text(1 / per_s)}/{one}" if per_s > 0 else f"0 {unit}/s"
+
+
+class Progress:
+    """Progress of one piece of work on stderr: a redrawn line on a terminal, a plain line
+    every :func:`log_every_s` seconds in a log, nothing with ``--quiet``.
+
+    ``Progress("files read", total=12)`` shows ``files read 3/12 <note>``; without ``total``
+    ``files read 3 <note>``, or just ``<what> ...`` before the first update. With ``unit``
+    (plural) the count is followed by it and the line ends with the rate and, with a total,
+    the time left: ``extract: 96/200 records, 7.9 records/s, ETA 13 s``, and once the total
+    is reached the time taken (``extract: 200/200 records in 26 s``); ``rate_unit`` names the
+    rate's unit alone (``fused: epoch 3/10 <note>, 2.1 s/epoch, ETA 15 s``). The rate is
+    measured from the first update that counted something, so a start-up before the first
+    item does not slow it (and there is none until a second update counted more).
+
+    Use it as a context manager: on success the final state is shown and the line ended, on
+    an exception a terminal's line is erased so the one-line error stands alone. Instances
+    are callable (``bar(note)`` advances by one), so ``bar`` can be handed to a per-item
+    callback. Check :attr:`enabled` to skip work that only feeds it.
     """
 
-    def __init__(self, what: str, total: int | None = None) -> None:
+    def __init__(self, what: str, total: int | None = None, unit: str | None = None,
+                 rate_unit: str | None = None) -> None:
         self.what = what
         self.total = total
+        self.unit = unit
+        self.rate_unit = rate_unit or unit
         self.count = 0
         self.note = ""
-        self.enabled = progress_enabled()
+        self.mode = progress_mode()
+        self.enabled = self.mode is not None
+        self.every = REDRAW_S if self.mode == "tty" else log_every_s()
         self.drawn = False
-        self._last = 0.0
+        self.lines = 0                  # plain lines printed (log mode)
+        self._shown = -1                # the count on the last plain line
         self._start = time.perf_counter()
+        self._last = 0.0 if self.mode == "tty" else self._start
+        self._first: tuple[float, int] | None = None     # (time, count) of the first count
 
     def __enter__(self) -> Progress:
-        if self.enabled:
+        if self.mode == "tty":
             _state["line"] = self
             self._draw()
         return self
@@ -115,10 +200,15 @@ class Progress:
         self.advance(1, str(note))
 
     def advance(self, n: int = 1, note: str = "") -> None:
-        """Count ``n`` more items done; redraw if :data:`REDRAW_S` has passed."""
+        """Count ``n`` more items done; show the line if its interval has passed."""
         self.count += n
         self.note = note
-        if self.enabled and time.perf_counter() - self._last >= REDRAW_S:
+        if not self.enabled:
+            return
+        now = time.perf_counter()
+        if self._first is None and self.count > 0:
+            self._first = (now, self.count)
+        if now - self._last >= self.every:
             self._draw()
 
     def set(self, count: int, note: str = "") -> None:
@@ -130,28 +220,81 @@ class Progress:
         """Seconds since the progress started."""
         return time.perf_counter() - self._start
 
-    def text(self) -> str:
-        """The line as it would be drawn now (without the terminal control codes)."""
+    def rate(self) -> float | None:
+        """Items per second since the first update that counted something; None until a
+        later update counted more (a start-up before the first item never slows it)."""
+        if self._first is None:
+            return None
+        now = time.perf_counter()
+        t0, c0 = self._first
+        return (self.count - c0) / (now - t0) if self.count > c0 and now > t0 else None
+
+    def eta_s(self) -> float | None:
+        """Seconds left at the current rate; None without a total or a rate."""
+        rate = self.rate()
+        if self.total is None or not rate:
+            return None
+        return max(self.total - self.count, 0) / rate
+
+    def _stats(self) -> str:
+        """``, 7.9 records/s, ETA 13 s`` while under way (with a unit and a rate), `` in 25 s``
+        once the total is reached."""
+        if self.rate_unit is None:
+            return ""
+        if self.total is not None and self.count >= self.total:
+            return f" in {seconds_text(self.seconds)}"
+        rate = self.rate()
+        if rate is None:
+            return ""
+        eta = self.eta_s()
+        left = f", ETA {seconds_text(eta)}" if eta is not None else ""
+        return f", {rate_text(rate, self.rate_unit)}{left}"
+
+    def _head(self) -> str:
+        of = f"/{self.total}" if self.total is not None else ""
+        return f"{self.what} {self.count}{of}" + (f" {self.unit}" if self.unit else "")
+
+    def text(self, width: int | None = None) -> str:
+        """The line as it would be shown now (without terminal control codes); with
+        ``width``, the note is cut so the line fits (the count, rate and ETA stay)."""
         if not self.count and not self.note:
             return f"{self.what} ..."
-        of = f"/{self.total}" if self.total is not None else ""
-        return f"{self.what} {self.count}{of}" + (f" {self.note}" if self.note else "")
+        head, stats, note = self._head(), self._stats(), f" {self.note}" if self.note else ""
+        line = head + note + stats
+        if width is None or len(line) <= width:
+            return line
+        room = width - len(head) - len(stats)
+        if room >= 8 and note:
+            return head + note[: room - 3] + "..." + stats
+        return line[: max(width - 3, 0)] + "..."
 
     def _draw(self) -> None:
-        text = self.text()
-        width = _width() - 1            # never reach the last column: no wrap, no scroll
-        if len(text) > width:
-            text = text[: max(width - 3, 0)] + "..."
+        if self.mode == "log":
+            print(self.text(), file=sys.stderr, flush=True)
+            self.lines += 1
+            self._shown = self.count
+            self._last = time.perf_counter()
+            return
+        text = self.text(_width() - 1)  # never reach the last column: no wrap, no scroll
         sys.stderr.write(_CLEAR + text)
         sys.stderr.flush()
         self.drawn = True
         self._last = time.perf_counter()
 
     def close(self, ok: bool = True, final: str | None = None) -> None:
-        """End the line: draw the final state (or ``final``) on success, erase it on failure."""
+        """End the progress: show the final state (or ``final``) on success, erase a
+        terminal's line on failure. In a log the final line comes only after work that
+        lasted at least the interval between lines."""
         if not self.enabled:
             return
         self.enabled = False
+        if self.mode == "log":
+            if final is None and self._shown == self.count:
+                return                  # the last line showed this state already
+            if ok and (self.lines or self.seconds >= self.every):
+                print(final if final is not None else self.text(), file=sys.stderr,
+                      flush=True)
+            return
         if _state["line"] is self:
             _state["line"] = None
         if ok:
@@ -167,7 +310,9 @@ class Progress:
 
 @contextlib.contextmanager
 def task(what: str) -> Iterator[Progress]:
-    """Show ``<what> ...`` while a block runs, then ``<what> ... done in X s`` (TTY only).
+    """Show ``<what> ...`` while a block runs, then ``<what> ... done in X s`` (on a terminal;
+    in a log only the final line, and only after a block that lasted the interval between
+    lines).
 
     For work that is one vectorised call (bootstraps, hashing a folder): no counter, just a
     start and an end.
@@ -180,7 +325,7 @@ def task(what: str) -> Iterator[Progress]:
 
 
 def progress(items: Iterable[T], total: int | None = None, what: str = "") -> Iterator[T]:
-    """Yield ``items``, drawing a one-line counter on a TTY stderr unless quiet."""
+    """Yield ``items``, showing a counter on stderr (see :class:`Progress`) unless quiet."""
     with Progress(what, total) as bar:
         for item in items:
             yield item

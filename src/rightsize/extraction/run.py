@@ -141,6 +141,7 @@ def default_workers(cfg: ExtractConfig) -> int:
 # -- worker processes -------------------------------------------------------------------------
 _STATE: dict[str, Any] = {}
 PR_SET_PDEATHSIG = 1          # <linux/prctl.h>
+POLL_S = 0.5                  # seconds between the parent's reads of the records-done counter
 
 
 def _die_with_parent(parent: int) -> None:
@@ -162,7 +163,7 @@ def _die_with_parent(parent: int) -> None:
 
 
 def _init(cfg: ExtractConfig, records: RecordList, out: Path, events: Path | None,
-          rank_base: int, counter: Any, parent: int = 0) -> None:
+          rank_base: int, counter: Any, parent: int = 0, done: Any = None) -> None:
     from rightsize.encoders.worker_process import exit_without_teardown
 
     _die_with_parent(parent or os.getppid())
@@ -171,6 +172,7 @@ def _init(cfg: ExtractConfig, records: RecordList, out: Path, events: Path | Non
         rank = rank_base + counter.value
         counter.value += 1
     _STATE["args"] = (cfg, records, out, rank, events)
+    _STATE["done"] = done
 
 
 def _run(shard: int) -> tuple[ShardFile, int, str, dict[str, float], float,
@@ -182,6 +184,8 @@ def _run(shard: int) -> tuple[ShardFile, int, str, dict[str, float], float,
 
     if "worker" not in _STATE:
         _STATE["worker"] = start_worker(*_STATE["args"])
+        if _STATE.get("done") is not None:
+            _STATE["worker"].on_inputs = _Count(_STATE["done"])
     state = _STATE["worker"]
     written = run_shard(state, shard)
     return (written, state.rank, state.host, dict(state.times), peak_rss_mb(),
@@ -206,9 +210,34 @@ def _bad(exc: BaseException) -> BadRecordError:
                           "to list every bad record in errors.csv and go on", e)
 
 
+class _Count:
+    """Adds each batch's input count to a counter the workers share with the parent."""
+
+    def __init__(self, shared: Any) -> None:
+        self.shared = shared
+
+    def __call__(self, inputs: int) -> None:
+        with self.shared.get_lock():
+            self.shared.value += inputs
+
+
+class _Records:
+    """In this process: each batch's input count turned into records done for the caller."""
+
+    def __init__(self, crops: int, on_records: Callable[[int], None]) -> None:
+        self.crops, self.on_records, self.inputs = crops, on_records, 0
+
+    def __call__(self, inputs: int) -> None:
+        self.inputs += inputs
+        self.on_records(self.inputs // self.crops)
+
+
 def run_local(plan: Plan, workers: int, events: Path | None, rank_base: int,
-              on_shard: Callable[[ShardFile], None]) -> RunStats:
-    """Run ``plan.todo`` on ``workers`` processes (in this process when one)."""
+              on_shard: Callable[[ShardFile], None],
+              on_records: Callable[[int], None] | None = None) -> RunStats:
+    """Run ``plan.todo`` on ``workers`` processes (in this process when one);
+    ``on_records`` is told the records done so far (encoded, or bad with ``skip_bad``)
+    after each batch, polled every :data:`POLL_S` seconds from worker processes."""
     from rightsize.extraction.worker import StopOnBadRecord
 
     stats = RunStats()
@@ -219,6 +248,8 @@ def run_local(plan: Plan, workers: int, events: Path | None, rank_base: int,
         from rightsize.measure import peak_rss_mb
 
         state = start_worker(plan.cfg, plan.records, plan.out, rank_base, events)
+        if on_records is not None:
+            state.on_inputs = _Records(plan.cfg.crops_per_record, on_records)
         try:
             for s in plan.todo:
                 try:
@@ -234,37 +265,50 @@ def run_local(plan: Plan, workers: int, events: Path | None, rank_base: int,
             if state.events is not None:
                 state.events.close()
         return stats
-    return _run_pool(plan, workers, events, rank_base, on_shard, stats)
+    return _run_pool(plan, workers, events, rank_base, on_shard, stats, on_records)
 
 
 def _run_pool(plan: Plan, workers: int, events: Path | None, rank_base: int,
-              on_shard: Callable[[ShardFile], None], stats: RunStats) -> RunStats:
+              on_shard: Callable[[ShardFile], None], stats: RunStats,
+              on_records: Callable[[int], None] | None = None) -> RunStats:
     import multiprocessing as mp
-    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
     from rightsize.extraction.worker import StopOnBadRecord
 
     ctx = mp.get_context("spawn")          # no fork of a parent holding threads
     counter = ctx.Value("i", 0)
+    done = ctx.Value("q", 0) if on_records is not None else None   # inputs encoded
+    crops = plan.cfg.crops_per_record
     first_bad: StopOnBadRecord | None = None
     with ProcessPoolExecutor(max_workers=min(workers, len(plan.todo)), mp_context=ctx,
                              initializer=_init,
                              initargs=(plan.cfg, plan.records, plan.out, events, rank_base,
-                                       counter, os.getpid())) as pool:
+                                       counter, os.getpid(), done)) as pool:
         futures = [pool.submit(_run, s) for s in plan.todo]
+        order = {fut: i for i, fut in enumerate(futures)}
+        pending = set(futures)
         try:
-            for fut in as_completed(futures):
-                try:
-                    written, rank, host, times, rss, bf16 = fut.result()
-                except StopOnBadRecord as exc:
-                    if first_bad is None or exc.row < first_bad.row:
-                        first_bad = exc
-                    for other in futures:
-                        other.cancel()
-                    continue
-                stats.times[rank], stats.peak_rss_mb[rank], stats.hosts[rank] = times, rss, host
-                stats.bf16_check = stats.bf16_check or bf16
-                on_shard(written)
+            while pending:
+                finished, pending = wait(pending, POLL_S if done is not None else None,
+                                         FIRST_COMPLETED)
+                if on_records is not None and done is not None:
+                    on_records(done.value // crops)
+                for fut in sorted(finished, key=order.__getitem__):
+                    if fut.cancelled():              # after a bad record: not run
+                        continue
+                    try:
+                        written, rank, host, times, rss, bf16 = fut.result()
+                    except StopOnBadRecord as exc:
+                        if first_bad is None or exc.row < first_bad.row:
+                            first_bad = exc
+                        for other in futures:
+                            other.cancel()
+                        continue
+                    stats.times[rank], stats.peak_rss_mb[rank] = times, rss
+                    stats.hosts[rank] = host
+                    stats.bf16_check = stats.bf16_check or bf16
+                    on_shard(written)
         except BaseException:
             for other in futures:
                 other.cancel()

@@ -54,6 +54,7 @@ class WorkerState:
     step: int = 0
     bf16_check: dict[str, Any] | None = None
     tokens: int = 93                   # tokens per crop of the input geometry
+    on_inputs: Any = None              # progress: called with each batch's input count
     times: dict[str, float] = field(default_factory=lambda: {"read_preprocess_s": 0.0,
                                                               "compute_s": 0.0,
                                                               "write_s": 0.0})
@@ -162,6 +163,8 @@ def _encode(state: WorkerState, inputs: np.ndarray, where: str = "shard") -> lis
             out[j].append(values)
         seconds = time.perf_counter() - t0
         state.times["compute_s"] += seconds
+        if state.on_inputs is not None:
+            state.on_inputs(len(batch))
         if state.events is not None:
             state.step += 1
             now = time.time()
@@ -230,6 +233,8 @@ def run_shard(state: WorkerState, shard: int) -> ShardFile:
         rows.append(row)
         stored_fs.append(fs)
     state.times["read_preprocess_s"] += time.perf_counter() - t0
+    if errors and state.on_inputs is not None:     # bad records count as done for progress
+        state.on_inputs(len(errors) * cfg.crops_per_record)
     if inputs:
         layers = _encode(state, np.concatenate(inputs),       # (records x crops, samples)
                          f"shard {shard} (list rows {rows[0] + 1}-{rows[-1] + 1})")

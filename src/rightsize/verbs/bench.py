@@ -134,7 +134,8 @@ def run_bench_encoder(args: argparse.Namespace) -> int:
     result: dict[str, Any] = {"model": args.model}
     result.update(loads.around("the encoder timing", lambda: bench_encoder(
         spec, cfg.device, model.batch_sizes, cfg.repeats, cfg.warmup, cfg.compute_dtype,
-        model.cpu_timing_layers, on_step=lambda s: console.info(f"{args.model}: {s}"))))
+        model.cpu_timing_layers, on_step=lambda s: console.info(
+            f"{args.model}: {s} (at {console.seconds_text(time.perf_counter() - start)})"))))
     measured = ["tokens per layer (output shapes)", "FLOPs (flop_counter)",
                 f"records/s and peak memory on {cfg.device}"]
     not_measured = []

@@ -162,6 +162,15 @@ def _shards_of(records: int, shard_records: int) -> tuple[int, ...]:
     return (shard_records,) * full + ((rest,) if rest else ())
 
 
+def _records_done(bar: console.Progress, workers: int) -> Any:
+    """The run's ``on_records``: the records done on ``bar``; until the first, the workers'
+    start-up and its seconds so far."""
+    def on_records(done: int) -> None:
+        bar.set(done, "" if done else f"(starting {workers} worker(s), {bar.seconds:.0f} s)")
+    bar.note = f"(starting {workers} worker(s))"
+    return on_records
+
+
 def _read_json(path: str) -> dict[str, Any]:
     try:
         return json.loads(Path(path).read_text(encoding="utf-8"))
@@ -213,11 +222,14 @@ def _run(args: argparse.Namespace, cfg: Any, records: Any, task: tuple[int, int]
                  f"{len(plan.todo)} shard(s) ({todo_records} records) on {workers} worker(s), "
                  f"{len(plan.done)} already done; {plan.identity['features']}")
     rank_base = task[0] * workers if task else 0
-    with console.Progress("shards", total=len(plan.todo)) as bar:
+    if plan.todo:
+        console.info(f"extract: starting {workers} worker(s)")
+    bar = console.Progress("extract:", total=todo_records, unit="records")
+    on_records = _records_done(bar, workers) if bar.enabled else None
+    with bar:
         try:
             stats = run_local(plan, workers, events, rank_base,
-                              lambda f: (plan.done.__setitem__(f.shard, f),
-                                         bar.advance(1, f"({len(f.rows)} records)")))
+                              lambda f: plan.done.__setitem__(f.shard, f), on_records)
         except BadRecordError as exc:
             from rightsize import atomic
 

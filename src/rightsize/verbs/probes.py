@@ -188,7 +188,8 @@ def _train(args: argparse.Namespace, cfg: Any, device: str, ecfg: Any, outputs: 
     with Timer() as t_load:
         arrays = load_arrays(args.manifest)
         planted = _planted(args, arrays) if args.eval_json else None
-    bar = console.Progress(f"{args.probe}: epoch", total=cfg.epochs(args.probe))
+    bar = console.Progress(f"{args.probe}: epoch", total=cfg.epochs(args.probe),
+                           rate_unit="epochs")
     with Timer() as t_fit, bar, RunLog(args.events, args.curve, time.time(),
                                        on_epoch=_epoch_note(bar) if bar.enabled else None,
                                        outputs=outputs) as runlog:

@@ -60,11 +60,12 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
 
 @contextlib.contextmanager
 def files_progress(root: str) -> Iterator[Callable[[str], None] | None]:
-    """The ``on_file`` callback drawing ``files read N/total`` (None when progress is off).
+    """The ``on_file`` callback showing ``files read N/total`` with the rate and time left
+    (None when progress is off).
 
     The total costs one extra directory walk, paid only when progress is shown.
     """
-    bar = console.Progress("files read")
+    bar = console.Progress("files read", rate_unit="files")
     if not bar.enabled:
         yield None
         return

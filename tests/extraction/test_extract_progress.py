@@ -1,0 +1,76 @@
+"""``rightsize extract``'s progress counts records, with a rate and the time left: plain lines
+in a log (``RIGHTSIZE_PROGRESS_S``), a redrawn line on a terminal, nothing with ``-q``; the
+workers' records reach the parent from worker processes too. Real runs in subprocesses."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+from extract_fixtures import make_corpus, write_params
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
+from cli_helpers import run_cli  # noqa: E402
+
+UNIT = r"([\d.,]+ records/s|[\d.]+ (s|min|h)/record)"
+
+
+@pytest.fixture
+def corpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    make_corpus(tmp_path, 6)
+    write_params(tmp_path)                       # 6 records, shards of 2, batches of 2 inputs
+    return tmp_path
+
+
+def _extract(corpus: Path, *args: str, tty: bool):
+    return run_cli(["extract", "--params", "params.yaml", "--out", "out", *args],
+                   tty=tty, cwd=corpus, timeout=300)
+
+
+def _progress(err: str) -> list[str]:
+    return [x for x in err.splitlines() if re.match(r"extract: \d+/6 records", x)]
+
+
+def test_a_log_gets_records_done_rate_and_eta_after_each_batch(corpus, monkeypatch):
+    write_params(corpus, crops_per_record=2)                 # one record per batch of 2 inputs
+    monkeypatch.setenv("RIGHTSIZE_PROGRESS_S", "0.000001")   # a line at every update
+    res = _extract(corpus, "--metrics", "-", tty=False)
+    assert res.rc == 0, res.err
+    assert json.loads(res.out)["records"] == 6               # stdout: the JSON alone
+    assert "\r" not in res.err and "\x1b[" not in res.err
+    progress = _progress(res.err)
+    assert [int(re.match(r"extract: (\d+)/", x)[1]) for x in progress] == [1, 2, 3, 4, 5, 6]
+    assert progress[0] == "extract: 1/6 records"             # one point: no rate yet
+    for line in progress[1:-1]:
+        assert re.fullmatch(rf"extract: [2-5]/6 records, {UNIT}, ETA [\d.]+ (s|min|h)", line)
+    assert re.fullmatch(r"extract: 6/6 records in [\d.]+ (s|min)", progress[-1])
+
+
+def test_worker_processes_report_their_records_to_the_parent(corpus, monkeypatch):
+    monkeypatch.setenv("RIGHTSIZE_PROGRESS_S", "0.000001")   # a line at every poll
+    res = _extract(corpus, "--workers", "2", tty=False)
+    assert res.rc == 0, res.err
+    lines = res.err.splitlines()
+    assert "extract: starting 2 worker(s)" in lines
+    progress = _progress(res.err)
+    counts = [int(re.match(r"extract: (\d+)/", x)[1]) for x in progress]
+    assert counts == sorted(counts) and counts[-1] == 6 and counts.count(6) == 1
+    assert re.fullmatch(r"extract: 6/6 records in [\d.]+ (s|min)", progress[-1])
+    assert progress[0].startswith("extract: 0/6 records (starting 2 worker(s), ")
+
+
+def test_a_terminal_redraws_the_count_and_quiet_prints_nothing(corpus):
+    res = _extract(corpus, tty=True)                         # one worker, in the process
+    assert res.rc == 0, res.err
+    assert "extract: 0/6 records (starting 1 worker(s))" in res.err
+    assert re.search(r"\r\x1b\[Kextract: 6/6 records in [\d.]+ (s|min)\r\n", res.err)
+    assert "extract: starting 1 worker(s)\r\n" in res.err
+    (corpus / "out").rename(corpus / "first")
+    quiet = _extract(corpus, "-q", tty=True)
+    assert quiet.rc == 0 and quiet.err == "" and quiet.out == ""
+    assert (corpus / "out" / "SHA256SUMS").read_text() == \
+        (corpus / "first" / "SHA256SUMS").read_text()        # progress changes no byte
