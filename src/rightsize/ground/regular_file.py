@@ -1,9 +1,5 @@
-"""Open a path for reading only if it is a regular file.
-
-Opening a FIFO blocks until something writes to it, and a device or socket is no data file:
-:func:`open_regular` is the one way the readers open a file, so a path given directly, listed
-in a folder or named in ``SHA256SUMS`` gets the same check.
-"""
+"""Open a path for reading only if it is a regular file: opening a FIFO blocks until something
+writes to it, so every reader opens files through :func:`open_regular`."""
 
 from __future__ import annotations
 
