@@ -10,7 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from extract_fixtures import make_corpus, write_params
+import yaml
+from extract_fixtures import REPO, make_corpus, write_params
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
 from cli_helpers import run_cli  # noqa: E402
@@ -52,7 +53,7 @@ def test_a_log_gets_records_done_rate_and_eta_after_each_batch(corpus, monkeypat
 
 def test_worker_processes_report_their_records_to_the_parent(corpus, monkeypatch):
     monkeypatch.setenv("RIGHTSIZE_PROGRESS_S", "0.000001")   # a line at every poll
-    res = _extract(corpus, "--workers", "2", tty=False)
+    res = _extract(corpus, "--workers", "2", "--events", "runs", tty=False)
     assert res.rc == 0, res.err
     lines = res.err.splitlines()
     assert "extract: starting 2 worker(s)" in lines
@@ -61,6 +62,26 @@ def test_worker_processes_report_their_records_to_the_parent(corpus, monkeypatch
     assert counts == sorted(counts) and counts[-1] == 6 and counts.count(6) == 1
     assert re.fullmatch(r"extract: 6/6 records in [\d.]+ (s|min)", progress[-1])
     assert progress[0].startswith("extract: 0/6 records (starting 2 worker(s), ")
+    _readme_watch_command_works(corpus)
+
+
+def _readme_watch_command_works(corpus: Path) -> None:
+    """README's ``rightsize telemetry`` command for a running extraction: its folder is the
+    extract stage's --events, its numbers the defaults, and it reads a run's event files."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    said = re.search(r"`rightsize telemetry (\S+) --train-records (\d+) --global-batch (\d+)`",
+                     readme.replace("\n", " "))
+    assert said, "README no longer says how to watch an extraction"
+    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    stage = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]["extract"]["cmd"]
+    assert f"--events {said[1]} " in " ".join(stage.split()) + " "
+    assert f"tensorboard --logdir {said[1]}`" in readme
+    assert (int(said[2]), int(said[3])) == (params["ecg_demo"]["records"],
+                                            params["extract"]["batch_size"])
+    res = run_cli(["telemetry", "runs", "--train-records", "6", "--global-batch", "2"],
+                  tty=False, cwd=corpus)
+    assert res.rc == 0, res.err
+    assert res.out.startswith("2 runs") and ".rank0" in res.out and ".rank1" in res.out
 
 
 def test_a_terminal_redraws_the_count_and_quiet_prints_nothing(corpus):
