@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -95,3 +96,23 @@ def test_a_terminal_redraws_the_count_and_quiet_prints_nothing(corpus):
     assert quiet.rc == 0 and quiet.err == "" and quiet.out == ""
     assert (corpus / "out" / "SHA256SUMS").read_text() == \
         (corpus / "first" / "SHA256SUMS").read_text()        # progress changes no byte
+
+
+def test_a_slurm_task_log_gets_the_progress_lines(tmp_path: Path) -> None:
+    """The array job's script sends a task's stderr to its log (no --error, no redirect, no
+    -q), so the plain progress lines land in ``task_<i>.log``."""
+    from rightsize.extraction.slurm import SlurmJob, SlurmResources, job_script
+    from rightsize.verbs.extract_slurm import task_command
+
+    args = types.SimpleNamespace(params="params.yaml", out=str(tmp_path / "out"),
+                                 events=None)
+    cfg = types.SimpleNamespace(skip_bad=False, threads_per_worker=1,
+                                slurm=types.SimpleNamespace(cpus_per_task=4))
+    script = job_script(SlurmJob(command=task_command(args, cfg, ("rightsize",)), tasks=2,
+                                 indices=(0, 1), resources=SlurmResources(),
+                                 workdir=tmp_path, log_dir=tmp_path / "logs"))
+    lines = script.splitlines()
+    assert any(x.startswith("#SBATCH --output=") and x.endswith("task_%a.log") for x in lines)
+    assert not any(x.startswith(("#SBATCH --error", "#SBATCH -e ")) for x in lines)
+    run = next(x for x in lines if x.startswith("exec "))
+    assert ">" not in run and " -q" not in run and "--quiet" not in run
