@@ -6,6 +6,7 @@ the verbs run for real, with ``RIGHTSIZE_PROGRESS_S`` small so that a log gets i
 
 from __future__ import annotations
 
+import json
 import re
 import types
 
@@ -150,3 +151,28 @@ def test_train_in_a_log_prints_each_epoch_with_time_per_epoch(work, tmp_path, ca
     assert re.fullmatch(r"echo: epoch 1/2 train_loss \S+ val_loss \S+", epochs[0])
     assert re.fullmatch(r"echo: epoch 2/2 train_loss \S+ val_loss \S+ in [\d.]+ s", epochs[-1])
     assert len(epochs) == 2                              # the final state once
+
+
+def test_token_cost_in_a_log_shows_the_cohort_build_and_the_epochs(cli, tmp_path,
+                                                                   monkeypatch):
+    import yaml
+    from cli_helpers import SMALL_COHORT, SMALL_EVALUATE, SMALL_TRAIN
+
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(
+        {"cohort": SMALL_COHORT, "train": SMALL_TRAIN, "evaluate": SMALL_EVALUATE,
+         "token_cost": {"tokens": [1], "epochs_timed": 2}}))
+    monkeypatch.setenv(console.LOG_EVERY_ENV, "0.000001")
+    res = cli(["token-cost", "--params", "params.yaml", "--tokens", "1", "--json", "out.json",
+               "--workdir", "."], tty=False, cwd=tmp_path)
+    assert res.rc == 0, res.err
+    lines = res.err.splitlines()
+    cohort = [x for x in lines if x.startswith("token cost: cohort at 1 ECG token(s), ")]
+    assert [x.split(", ")[1].split(" ")[0] for x in cohort] == \
+        ["32/120", "64/120", "96/120", "120/120"]           # one line per row group of 32
+    assert re.search(r", 64/120 subjects, [\d,.]+ subjects/s, ETA [\d.]+ s$", cohort[1])
+    assert re.fullmatch(r".*, 120/120 subjects in [\d.]+ s", cohort[-1])
+    assert any(re.fullmatch(r"fused: epoch 2/2 train_loss \S+ val_loss \S+ in [\d.]+ s", x)
+               for x in lines)
+    assert any(x.startswith("token cost: fused at 1 ECG token(s), one seed ... done in ")
+               for x in lines)
+    assert json.loads((tmp_path / "out.json").read_text())["case"]["ecg_tokens"] == 1

@@ -102,10 +102,14 @@ def _run_case(folder: Path, case: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     )
     from rightsize.verbs.probes import train_and_save, train_args
 
-    t0 = time.perf_counter()
-    report = build_manifest(case.cohort, folder / "manifest.parquet",
-                            truth=folder / "truth.parquet")
-    build = Measured(time.perf_counter() - t0, memory_hwm_mb())
+    bar = console.Progress(f"token cost: cohort at {case.tokens} ECG token(s),",
+                           total=case.cohort.n_subjects, unit="subjects")
+    with bar:                  # its draws stay outside the measured build, its updates inside
+        t0 = time.perf_counter()
+        report = build_manifest(case.cohort, folder / "manifest.parquet",
+                                on_chunk=bar.set if bar.enabled else None,
+                                truth=folder / "truth.parquet")
+        build = Measured(time.perf_counter() - t0, memory_hwm_mb())
     reset_memory_hwm()  # the training's peak is its own, not the build's (an upper bound where
                         # the mark cannot be reset)
     t0 = time.perf_counter()
