@@ -176,3 +176,17 @@ def test_token_cost_in_a_log_shows_the_cohort_build_and_the_epochs(cli, tmp_path
     assert any(x.startswith("token cost: fused at 1 ECG token(s), one seed ... done in ")
                for x in lines)
     assert json.loads((tmp_path / "out.json").read_text())["case"]["ecg_tokens"] == 1
+
+
+def test_bench_encoder_steps_say_when_they_started(tmp_path, capsys):
+    import yaml
+
+    bench = {"device": "cpu", "repeats": 3, "warmup": 0, "threads": 1,
+             "models": {"ecg": {"family": "hubert_ecg", "size": "small", "batch_sizes": [1],
+                                "cpu_timing_layers": 1, "preprocess_records": 0}}}
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump({"encoder_bench": bench}))
+    assert main(["bench-encoder", "ecg", "--params", str(tmp_path / "params.yaml"),
+                 "--json", str(tmp_path / "ecg.json")]) == 0
+    steps = [x for x in capsys.readouterr().err.splitlines() if x.endswith(" s)")]
+    assert [re.sub(r" \(at [\d.]+ s\)$", "", x) for x in steps] == \
+        ["ecg: shapes and FLOPs (meta device)", "ecg: batch 1"]
