@@ -69,9 +69,9 @@ def test_worker_processes_report_their_records_to_the_parent(corpus, monkeypatch
 def _readme_watch_command_works(corpus: Path) -> None:
     """README's ``rightsize telemetry`` command for a running extraction: its folder is the
     extract stage's --events, its numbers the defaults, and it reads a run's event files."""
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    readme = (REPO / "README.md").read_text(encoding="utf-8").replace("\n", " ")
     said = re.search(r"`rightsize telemetry (\S+) --train-records (\d+) --global-batch (\d+)`",
-                     readme.replace("\n", " "))
+                     readme)
     assert said, "README no longer says how to watch an extraction"
     params = yaml.safe_load((REPO / "params.yaml").read_text())
     stage = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]["extract"]["cmd"]
