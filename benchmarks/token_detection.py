@@ -113,7 +113,8 @@ def run_cell(cell: dict[str, Any], params: dict[str, Any], seeds: int, learner_s
     null = float(scored.sum(axis=1).mean()) / cell["tokens"]
     for k, (f, c) in enumerate(zip(fused, concat, strict=True)):
         head = val_chosen_head(f.probe, va, vm, te, tm)
-        rows.append({**cell, "kind": "probes", "seed": k, "best_head_val": head.test_weight,
+        rows.append({**cell, "kind": "probes", "seed": k, "fused": params["train"]["fused"],
+                     "best_head_val": head.test_weight,
                      "best_head_val_on_val": head.val_weight, "fused_mae": f.probe.mae(te),
                      "concat_mae": c.probe.mae(te), "fused_best_epoch": f.best_epoch,
                      "fused_s": (t1 - t0) / seeds, "concat_s": (t2 - t1) / seeds,
@@ -147,8 +148,8 @@ def grid(a: argparse.Namespace) -> list[dict[str, Any]]:
 
 
 def _key(cell: dict[str, Any]) -> tuple:
-    return (cell["tokens"], cell["train"], cell["leads"], float(cell["gain"]),
-            cell["cohort_seed"])
+    return (cell.get("recipe", "shipped"), cell["tokens"], cell["train"], cell["leads"],
+            float(cell["gain"]), cell["cohort_seed"])
 
 
 def run(a: argparse.Namespace) -> None:
@@ -160,6 +161,7 @@ def run(a: argparse.Namespace) -> None:
     done = {_key(json.loads(x)) for x in log.read_text().splitlines()
             if x.strip()} if log.exists() else set()
     for cell in grid(a):
+        cell = {**cell, "recipe": a.recipe}
         if _key(cell) in done:
             continue
         t0 = time.time()
@@ -203,6 +205,9 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=3, help="fused/concat replicas per cell")
     ap.add_argument("--learner-seeds", type=int, default=2)
     ap.add_argument("--learner-steps", type=int, default=600)
+    ap.add_argument("--recipe", default="shipped",
+                    help="the name of --params' train.fused in the table (a candidate recipe "
+                         "chosen on validation; rows keep the block itself)")
     ap.add_argument("--log", default=str(RESULTS / "token_detection.jsonl"))
     ap.add_argument("--out", type=Path, default=RESULTS)
     ap.add_argument("--render", action="store_true", help="write the table from the log")

@@ -27,16 +27,25 @@ def summarise(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
     from token_detection import energy_ratio
 
     cells: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
+    told_of: dict[tuple, list[dict[str, Any]]] = defaultdict(list)   # the cohort's, any recipe
     for r in lines:
-        cells[(r["tokens"], r["train"], r["leads"], r["gain"])].append(r)
+        cells[(r.get("recipe", "shipped"), r["tokens"], r["train"], r["leads"],
+               r["gain"])].append(r)
+        if r["kind"] == "told_learner":
+            told_of[(r["tokens"], r["train"], r["leads"], r["gain"])].append(r)
     rows = []
-    for (tokens, train, leads, gain), rs in sorted(cells.items()):
+    for (recipe, tokens, train, leads, gain), rs in sorted(
+            cells.items(), key=lambda kv: (kv[0][0] != "shipped", *kv[0])):
         probes = [r for r in rs if r["kind"] == "probes"]
-        told = [r["weight"] for r in rs if r["kind"] == "told_learner"]
+        seeds = {r["cohort_seed"] for r in probes}
+        told = [r["weight"] for r in rs if r["kind"] == "told_learner"] or [
+            r["weight"] for r in told_of[(tokens, train, leads, gain)]
+            if r["cohort_seed"] in seeds]
         heads = np.array([r["best_head_val"] for r in probes])
         gain_ci = paired_difference([r["concat_mae"] for r in probes],
                                     [r["fused_mae"] for r in probes])
         rows.append({
+            "recipe": recipe, "fused": probes[0].get("fused") if probes else None,
             "ecg_tokens": tokens, "train_subjects": train, "event_leads": leads,
             "energy": gain, "energy_key": ENERGY_KEY, "energy_ratio": energy_ratio(gain),
             "cohort_seeds": sorted({r["cohort_seed"] for r in rs}), "n_seeds": len(probes),
@@ -69,10 +78,10 @@ def markdown(rows: list[dict[str, Any]], command: str, hardware: str, found: flo
         "replica, 95% t-interval. Told learner: the learnable reference "
         "(docs/tokens.md), beside its null |event|/N.",
         "",
-        "| tokens | train | leads | g | energy | cohort seeds | replicas | found | best head "
-        "(val-chosen) | per replica | told learner | null | fused MAE | concat MAE | "
-        "gain [95% CI] |",
-        "|---:|---:|---:|---:|---:|---|---:|---:|---|---|---|---:|---:|---:|---|",
+        "| fused recipe | tokens | train | leads | g | energy | cohort seeds | replicas | found "
+        "| best head (val-chosen) | per replica | told learner | null | fused MAE | concat MAE "
+        "| gain [95% CI] |",
+        "|---|---:|---:|---:|---:|---:|---|---:|---:|---|---|---|---:|---:|---:|---|",
     ]
     for r in rows:
         told = ("—" if r["told_learner_weight_mean"] is None else
@@ -80,7 +89,7 @@ def markdown(rows: list[dict[str, Any]], command: str, hardware: str, found: flo
                 + ", ".join(f"{w:.2f}" for w in r["told_learner_weights"]) + ")")
         g = r["mae_gain"]
         out.append(
-            f"| {r['ecg_tokens']} | {r['train_subjects']} | {r['event_leads']} | "
+            f"| {_recipe(r)} | {r['ecg_tokens']} | {r['train_subjects']} | {r['event_leads']} | "
             f"{r['energy']:g} | {r['energy_ratio']:.2f} | "
             f"{', '.join(map(str, r['cohort_seeds']))} | {r['n_seeds']} | "
             f"{r['found_share']:.2f} | {r['best_head_val_mean']:.3f} ± "
@@ -88,6 +97,14 @@ def markdown(rows: list[dict[str, Any]], command: str, hardware: str, found: flo
             f"| {told} | {r['null_weight']:.3f} | {r['fused_mae_mean']:.2f} | "
             f"{r['concat_mae_mean']:.2f} | {g['mean']:+.2f} [{g['lo']:+.2f}, {g['hi']:+.2f}] |")
     return "\n".join(out) + "\n"
+
+
+def _recipe(row: dict[str, Any]) -> str:
+    """The row's fused recipe in words: its name and the block's differing keys."""
+    f = row.get("fused") or {}
+    keys = ("fusion_dim", "heads", "hidden", "epochs")
+    return row.get("recipe", "shipped") + (
+        " (" + ", ".join(f"{k} {f[k]}" for k in keys if k in f) + ")" if f else "")
 
 
 def figure(rows: list[dict[str, Any]], hardware: str, path: Path) -> None:
@@ -100,10 +117,12 @@ def figure(rows: list[dict[str, Any]], hardware: str, path: Path) -> None:
     fig, ax = plt.subplots(1, 2, figsize=(10, 4), dpi=100)
     series: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
-        series[(r["ecg_tokens"], r["train_subjects"], r["event_leads"])].append(r)
-    for (tokens, train, leads), rs in sorted(series.items()):
+        series[(r.get("recipe", "shipped"), r["ecg_tokens"], r["train_subjects"],
+                r["event_leads"])].append(r)
+    for (recipe, tokens, train, leads), rs in sorted(series.items()):
         x = [r["energy_ratio"] for r in rs]
-        label = f"{leads} lead{'s' if leads > 1 else ''}, {tokens} tok, {train} train"
+        label = (f"{leads} lead{'s' if leads > 1 else ''}, {tokens} tok, {train} train"
+                 + ("" if recipe == "shipped" else f", {recipe}"))
         line = ax[0].plot(x, [r["found_share"] for r in rs], "o-", label=label)[0]
         ax[1].plot(x, [r["best_head_val_mean"] for r in rs], "o-", color=line.get_color(),
                    label=f"fused, {label}")
@@ -134,12 +153,12 @@ def render(log: Path, out: Path, command: str, hardware: str) -> None:
 
     lines = [json.loads(x) for x in log.read_text().splitlines() if x.strip()]
     rows = summarise(lines)
-    run = sorted({(r["tokens"], r["train"], r["leads"], r["gain"], r["cohort_seed"])
-                  for r in lines})
+    run = sorted({(r.get("recipe", "shipped"), r["tokens"], r["train"], r["leads"], r["gain"],
+                   r["cohort_seed"]) for r in lines})
     doc = {"command": command, "hardware": hardware, "found_threshold": FOUND,
            "energy_key": ENERGY_KEY, "design": "split energy, HuBERT-ECG token layout",
-           "cells_run": [dict(zip(("ecg_tokens", "train_subjects", "event_leads", "energy",
-                                   "cohort_seed"), c, strict=True)) for c in run],
+           "cells_run": [dict(zip(("recipe", "ecg_tokens", "train_subjects", "event_leads",
+                                   "energy", "cohort_seed"), c, strict=True)) for c in run],
            "rows": rows}
     (out / "token_detection.json").write_text(json.dumps(doc, indent=1) + "\n")
     write_result(out / "token_detection.md", markdown(rows, command, hardware, FOUND),

@@ -180,7 +180,8 @@ def test_detection_sentence_from_the_committed_table(tokens16):
     rows = [_cell(12, 0.5, 0.4), _cell(12, 1.0, 1.0), _cell(12, 2.0, 0.8),
             _cell(3, 0.5, 0.0), _cell(3, 1.0, 0.8), _cell(3, 2.0, 0.6),      # not monotone
             _cell(1, 0.5, 0.0), _cell(1, 1.0, 0.2), _cell(1, 2.0, 1.0),
-            _cell(12, 0.5, 1.0, train=3316), _cell(1, 0.5, 1.0, tokens=186)]
+            _cell(12, 0.5, 1.0, train=3316), _cell(1, 0.5, 1.0, tokens=186),
+            {**_cell(12, 0.5, 1.0), "recipe": "candidate"}]     # the sentence is the shipped's
     table = tokens16 / "benchmarks" / "results" / "token_detection.json"
     table.parent.mkdir(parents=True)
     table.write_text(json.dumps({"rows": rows, "hardware": {"cpu": "AMD EPYC 7B13"}}))

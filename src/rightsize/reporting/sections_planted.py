@@ -177,7 +177,8 @@ def detection_sentence(src: Source) -> str:
         return (f"How strong an event must be to be found: the detection table ({src.path}) "
                 "has not been run (python benchmarks/token_detection.py).")
     rows = [r for r in get(src.data, "rows") or [] if isinstance(r, dict)
-            and num(r, "ecg_tokens") == DETECTION_TOKENS]
+            and num(r, "ecg_tokens") == DETECTION_TOKENS
+            and r.get("recipe", "shipped") == "shipped"]      # the shipped fused recipe's
     if not rows:
         return (f"How strong an event must be to be found: {src.path} has no row at "
                 f"{DETECTION_TOKENS} tokens.")
