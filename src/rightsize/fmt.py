@@ -114,27 +114,27 @@ def hours(x: Any) -> str:
     return DASH if v is None else f"{number(v)} h"
 
 
-def nbytes(x: Any) -> str:
-    """Decimal byte size for tables: ``3.07 TB``, ``512 kB``, ``17 B``; dash when absent."""
+def _in_bytes(x: Any, digits: Any, small: Any) -> str:
+    """``x`` bytes in the largest decimal unit it reaches, ``digits`` formatting the number
+    (``small`` below 1 kB); dash when absent."""
     v = _finite(x)
     if v is None:
         return DASH
     for unit, scale in _BYTES:
         if abs(v) >= scale:
-            return f"{number(v / scale)} {unit}"
-    return f"{int(v)} B"
+            return f"{digits(v / scale)} {unit}"
+    return small(v)
+
+
+def nbytes(x: Any) -> str:
+    """Decimal byte size for tables: ``3.07 TB``, ``512 kB``, ``17 B``; dash when absent."""
+    return _in_bytes(x, number, lambda v: f"{int(v)} B")
 
 
 def compact_bytes(x: Any) -> str:
     """Decimal byte size for running text, in :func:`compact` digits: ``3.07 TB``, ``66 GB``,
     ``18 B``; dash when absent."""
-    v = _finite(x)
-    if v is None:
-        return DASH
-    for unit, scale in _BYTES:
-        if abs(v) >= scale:
-            return f"{compact(v / scale)} {unit}"
-    return f"{v:.0f} B"
+    return _in_bytes(x, compact, lambda v: f"{v:.0f} B")
 
 
 def megabytes(x: Any) -> str:
