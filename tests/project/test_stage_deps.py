@@ -177,9 +177,9 @@ def test_editing_one_verb_marks_only_its_own_stages(committed_copy, pipeline_env
 
 
 # Issue 45: the event writer, CRC, SHA-256 and safe opening moved to rightsize.ground, so
-# the telemetry room's report code is a dep of the stages that read event files only.
-TELEMETRY_STAGES = {"demo_run", "verify", "telemetry", "probe_telemetry", "token_cost_case",
-                    "token_cost"}
+# the telemetry room's report code is a dep of the stages that read event files only;
+# token-cost takes its epoch times from rightsize.probes.run's result, not the event file.
+TELEMETRY_STAGES = {"demo_run", "verify", "telemetry", "probe_telemetry"}
 COST_REPORT = "src/rightsize/telemetry/cost_report.py"
 
 

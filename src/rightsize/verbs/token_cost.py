@@ -92,6 +92,7 @@ def _run_case(folder: Path, case: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     node and the training's hardware stamp."""
     from rightsize.cohort.build import build_manifest
     from rightsize.measure import memory_hwm_mb, reset_memory_hwm
+    from rightsize.output_set import OutputSet
     from rightsize.probes.engine.train import resolve_device
     from rightsize.probes.measurements.token_cost import (
         PROBE,
@@ -100,7 +101,7 @@ def _run_case(folder: Path, case: Any) -> tuple[dict[str, Any], dict[str, Any]]:
         epoch_seconds,
         extrapolate,
     )
-    from rightsize.verbs.probes import train_and_save, train_args
+    from rightsize.probes.run import RunFiles, train_and_evaluate
 
     bar = console.Progress(f"token cost: cohort at {case.tokens} ECG token(s),",
                            total=case.cohort.n_subjects, unit="subjects")
@@ -113,17 +114,24 @@ def _run_case(folder: Path, case: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     reset_memory_hwm()  # the training's peak is its own, not the build's (an upper bound where
                         # the mark cannot be reset)
     t0 = time.perf_counter()
-    train_and_save(train_args(PROBE, str(folder), str(folder)), case.train,
-                   resolve_device(case.train.device), case.evaluate, t0)
+    # as train@fused runs: checkpoint, events, curve, evaluate and missing-modality with the
+    # planted truth (the scratch folder's files; the numbers come back as values)
+    with OutputSet(anchor=str(folder / "model")) as outputs:
+        res = train_and_evaluate(PROBE, str(folder / "manifest.parquet"), case.train,
+                                 resolve_device(case.train.device), outputs,
+                                 RunFiles(str(folder / "model"), str(folder / "events"),
+                                          str(folder / "curve.csv")),
+                                 case.evaluate, evaluate=True, missing=True,
+                                 truth=str(folder / "truth.parquet"), start=t0)
     run = Measured(time.perf_counter() - t0, memory_hwm_mb())
-    tm, em = (json.loads((folder / k).read_text()) for k in ("train.json", "eval.json"))
-    side = json.loads((folder / "model" / "checkpoint.json").read_text())
+    assert res.eval is not None
     est = extrapolate(run.wall_s, case.epochs, case.epochs_run,
-                      epoch_seconds(_val_walls(folder / "events")),
-                      int(tm.get("steps_per_epoch", 0)))
+                      epoch_seconds(res.val_walls),
+                      int(res.train.get("steps_per_epoch", 0)))
     node = case_result(case.tokens, report.manifest_bytes, report.metadata["payload_bytes"],
-                       build, run, tm, em, est, str(side.get("accelerator", "none")))
-    return node, em.get("hardware") or {}
+                       build, run, res.train, res.eval, est,
+                       str(res.checkpoint.get("accelerator", "none")))
+    return node, res.eval.get("hardware") or {}
 
 
 def _gather(args: argparse.Namespace) -> int:
@@ -156,15 +164,3 @@ def _gather(args: argparse.Namespace) -> int:
     if args.headline:
         headline.write(args.headline, headline.headline("token_cost", token_cost=out))
     return 0
-
-
-def _val_walls(events: Path) -> Any:
-    """Wall times of the run's ``Loss/val_epoch`` points (one per epoch), in step order."""
-    import numpy as np
-
-    from rightsize.telemetry.scalars import read_scalars
-
-    cols = read_scalars(events, tags="Loss/val_epoch").columns
-    steps = cols.column("step").to_numpy()
-    walls = cols.column("wall_time").to_numpy()
-    return walls[np.argsort(steps, kind="stable")]

@@ -6,10 +6,14 @@ Parsed once at the CLI edge by :func:`rightsize.params.load_block`; bad values r
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, make_dataclass
+from dataclasses import dataclass, field, fields, make_dataclass
 
 from rightsize.params import require
 from rightsize.probe_registry import PROBES, check_probe_list
+from rightsize.probes.models.concat import ConcatConfig
+from rightsize.probes.models.ecg import EcgConfig
+from rightsize.probes.models.echo import EchoConfig
+from rightsize.probes.models.fused import FusedConfig
 from rightsize.probes.registry import SPECS
 
 DEVICES = ("cpu", "cuda", "auto")
@@ -20,7 +24,7 @@ SCHEDULE_KEYS = ("epochs", "modality_dropout")
 
 @dataclass(frozen=True)
 class TrainSettings:
-    """The ``train`` block's shared optimisation settings (:data:`TrainConfig` adds one
+    """The ``train`` block's shared optimisation settings (:class:`TrainConfig` adds one
     sub-block per registered probe)."""
 
     probes: tuple[str, ...] = PROBES
@@ -56,14 +60,25 @@ class TrainSettings:
         return int(getattr(getattr(self, probe), "epochs", 1))
 
 
-# The ``train`` block: the shared settings plus ``train.<probe>``, each registered probe's
-# config dataclass (its home's ``SPEC.config``), in registry order; parsed generically
-# (rightsize.params.parse) like any frozen dataclass: TrainConfig(fused=FusedConfig(...)).
-TrainConfig = make_dataclass(
-    "TrainConfig", [(name, s.config, field(default_factory=s.config)) for name, s in SPECS.items()],
-    bases=(TrainSettings,), frozen=True,
-    namespace={"__doc__": "The ``train`` block: shared settings plus one sub-block per probe.",
-               "__module__": __name__})
+@dataclass(frozen=True)
+class TrainConfig(TrainSettings):
+    """The ``train`` block: the shared settings plus ``train.<probe>``, one sub-block per
+    built-in probe (its home's config dataclass, ``SPEC.config``), in registry order."""
+
+    ecg: EcgConfig = field(default_factory=EcgConfig)
+    echo: EchoConfig = field(default_factory=EchoConfig)
+    concat: ConcatConfig = field(default_factory=ConcatConfig)
+    fused: FusedConfig = field(default_factory=FusedConfig)
+
+
+# A probe added by its home and its name in PROBES alone (docs/probes.md, "Add a probe") gets
+# its ``train.<name>`` block here, until a line above names it.
+_ADDED = [(name, s.config, field(default_factory=s.config)) for name, s in SPECS.items()
+          if name not in {f.name for f in fields(TrainConfig)}]
+if _ADDED:
+    TrainConfig = make_dataclass(  # type: ignore[misc]
+        "TrainConfig", _ADDED, bases=(TrainConfig,), frozen=True,
+        namespace={"__doc__": TrainConfig.__doc__, "__module__": __name__})
 
 
 @dataclass(frozen=True)

@@ -63,6 +63,7 @@ class RunLog:
         self.events_dir = Path(events_dir) if events_dir is not None else None
         self.curve_csv = Path(curve_csv) if curve_csv is not None else None
         self.rows: list[tuple[int, float, float]] = []
+        self.val_walls: list[float] = []      # each epoch's validation wall time (events')
         self._tmp: Path | None = None
         self._writer: EventWriter | None = None
         if self.events_dir is not None:
@@ -92,6 +93,7 @@ class RunLog:
               val_wall: float) -> None:
         """Record one epoch: its steps (``first_step`` is the global step of the first)."""
         self.rows.append((epoch, train_loss, val_loss))
+        self.val_walls.append(val_wall)
         if self.on_epoch is not None:
             self.on_epoch(epoch, train_loss, val_loss)
         if self._writer is None:
