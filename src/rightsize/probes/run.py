@@ -37,7 +37,7 @@ class ProbeRun:
     (None where not asked for), the saved model's sidecar and every replica's fit."""
 
     train: dict[str, Any]
-    checkpoint: dict[str, Any]        # checkpoint.json of the model folder, as saved
+    checkpoint: dict[str, Any]        # the model's sidecar (checkpoint.json less hashes)
     fits: list[Any]                   # one fit per replica, in seed order
     seeds: list[int]
     val_walls: tuple[float, ...]      # seed 0's validation wall time of each epoch (events')
