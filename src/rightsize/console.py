@@ -129,22 +129,29 @@ def _width() -> int:
     return cols if cols > 0 else 80     # a fresh pty may report 0 columns
 
 
+def _digits(x: float) -> str:
+    """fmt.compact's running-text digits from 1 up (``1,234``, ``16.7``, ``8``), one decimal
+    below (no exponent); kept here so that every verb need not depend on fmt.py."""
+    if abs(x) >= 100:
+        return f"{x:,.0f}"
+    return f"{x:.3g}" if abs(x) >= 1 else f"{x:.1f}"
+
+
 def seconds_text(seconds: float) -> str:
-    """A duration rounded for a progress line: ``4.2 s``, ``13 s``, ``25 min``, ``28.1 h``."""
-    if seconds < 10:
-        return f"{seconds:.1f} s"
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
+    """A duration in fmt.duration_range's units: ``0.4 s``, ``4.23 s``, ``84 s``, ``25 min``,
+    ``28.1 h`` (seconds under 2 minutes, minutes under 2 hours)."""
+    if seconds >= 7200:
+        return f"{_digits(seconds / 3600)} h"
+    if seconds >= 120:
+        return f"{_digits(seconds / 60)} min"
+    return f"{_digits(seconds)} s"
 
 
 def rate_text(per_s: float, unit: str) -> str:
-    """``7.9 records/s`` (``unit`` plural); below one a second, the time per item instead:
+    """``7.94 records/s`` (``unit`` plural); below one a second, the time per item instead:
     ``3.1 s/epoch``."""
     if per_s >= 1:
-        return f"{per_s:,.0f} {unit}/s" if per_s >= 100 else f"{per_s:.1f} {unit}/s"
+        return f"{_digits(per_s)} {unit}/s"
     one = unit[:-1] if unit.endswith("s") else unit
     return f"{seconds_text(1 / per_s)}/{one}" if per_s > 0 else f"0 {unit}/s"
 

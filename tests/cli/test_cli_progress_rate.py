@@ -36,14 +36,15 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
 
 
 @pytest.mark.parametrize(("seconds", "text"), [
-    (4.23, "4.2 s"), (13.4, "13 s"), (119.4, "119 s"), (1500, "25 min"), (101160, "28.1 h")])
+    (0.0004, "0.0 s"), (0.42, "0.4 s"), (4.23, "4.23 s"), (13.4, "13.4 s"), (119.4, "119 s"),
+    (1500, "25 min"), (101160, "28.1 h")])
 def test_seconds_text_picks_the_unit(seconds, text):
     assert console.seconds_text(seconds) == text
 
 
 @pytest.mark.parametrize(("per_s", "text"), [
-    (7.94, "7.9 records/s"), (1234.0, "1,234 records/s"), (0.5, "2.0 s/record"),
-    (1 / 150, "2 min/record")])
+    (7.94, "7.94 records/s"), (1234.0, "1,234 records/s"), (0.5, "2 s/record"),
+    (1 / 150, "2.5 min/record")])
 def test_rate_text_turns_slow_rates_into_time_per_item(per_s, text):
     assert console.rate_text(per_s, "records") == text
 
@@ -61,7 +62,7 @@ def test_eta_is_what_is_left_over_the_rate_since_the_first_count(clock, capsys):
     bar.set(88)                                          # 80 records in 10 s: 8 records/s
     assert bar.rate() == pytest.approx(8.0)
     assert bar.eta_s() == pytest.approx((200 - 88) / 8.0)
-    assert bar.text() == "extract: 88/200 records, 8.0 records/s, ETA 14 s"
+    assert bar.text() == "extract: 88/200 records, 8 records/s, ETA 14 s"
     clock.now += 14.0
     bar.set(200)                                         # done: the time taken instead
     assert bar.text() == "extract: 200/200 records in 29 s"
@@ -80,7 +81,7 @@ def test_a_log_gets_a_plain_line_each_interval_and_a_final_line(clock, capsys, m
     assert lines == ["fused: epoch 3/10 val_loss 0.33, 12 s/epoch, ETA 84 s",
                      "fused: epoch 6/10 val_loss 0.17, 12 s/epoch, ETA 48 s",
                      "fused: epoch 9/10 val_loss 0.11, 12 s/epoch, ETA 12 s",
-                     "fused: epoch 10/10 val_loss 0.10 in 2 min"]
+                     "fused: epoch 10/10 val_loss 0.10 in 2 min"]                 # 120 s
 
 
 def test_short_work_in_a_log_prints_nothing_and_zero_turns_lines_off(clock, capsys,
@@ -107,7 +108,7 @@ def test_a_terminal_line_keeps_rate_and_eta_and_cuts_the_note(clock):
     clock.now += 1.0
     bar.set(11, "a/very/long/path/to/one/event/file.tfevents")
     line = bar.text(width=60)
-    assert len(line) == 60 and line.endswith("..., 10.0 files/s, ETA 8.9 s")
+    assert len(line) == 60 and line.endswith("..., 10 files/s, ETA 8.9 s")
     assert line.startswith("files read 11/100 a/very")
 
 
