@@ -4,7 +4,7 @@ A probe's home is ``rightsize.probes.models.<name>``: its config dataclass, its 
 module (or closed-form fit) and ``SPEC``, a :class:`~rightsize.probes.spec.ProbeSpec`. The
 homes registered are those named in :data:`rightsize.probe_registry.PROBES`, the one list
 of probe names (pipeline order), which the CLI and the report read without importing the
-engine; ``TrainConfig`` derives its per-probe blocks from these specs. Adding a probe is
+engine; ``TrainConfig`` has a block per spec (written per built-in probe). Adding a probe is
 its home plus its name in that list (docs/probes.md, "Add a probe"); a test does it in a
 scratch copy and counts the files. :func:`register` adds a spec at run time (the tests'
 common suite runs a fifth probe that way). Nothing else in the engine compares probe
