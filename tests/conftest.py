@@ -19,6 +19,12 @@ from ci_skips import (  # noqa: E402, F401
 )
 
 
+@pytest.fixture(autouse=True)
+def _no_progress_interval(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests see the default progress interval, whatever the caller's shell sets."""
+    monkeypatch.delenv("RIGHTSIZE_PROGRESS_S", raising=False)
+
+
 @pytest.fixture(scope="session")
 def pipeline_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """Environment for git/dvc subprocesses: venv bin on PATH, throwaway HOME and configs."""
