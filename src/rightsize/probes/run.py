@@ -1,13 +1,9 @@
-"""Train and evaluate one probe: the library call behind ``rightsize train`` and
-``rightsize token-cost`` (and the tests).
-
-:func:`train_and_evaluate` loads the manifest, trains ``train.seeds`` replicas, saves the
-model folder (seed 0's checkpoint, the other replicas beside it) and, when asked, evaluates
-the saved replicas on the test split (bootstrap CIs) and scores them with a modality taken
-away. Every metrics dict comes back as a value (:class:`ProbeRun`). The files a run writes
-itself (model folder, event file, curve CSV) are staged in the caller's
-:class:`~rightsize.output_set.OutputSet`, renamed in when the caller's set commits; the
-metrics files are the caller's to write.
+"""Train and evaluate one probe: the library call of ``rightsize train``, ``token-cost`` and
+the tests. :func:`train_and_evaluate` trains ``train.seeds`` replicas, saves the model folder
+and, when asked, evaluates the saved replicas (bootstrap CIs, a modality taken away); the
+metrics come back as values (:class:`ProbeRun`). Its own files (model folder, events, curve)
+are staged in the caller's :class:`~rightsize.output_set.OutputSet`; metrics files are the
+caller's to write.
 """
 
 from __future__ import annotations
@@ -71,8 +67,12 @@ def train_and_evaluate(probe: str, manifest: str, cfg: TrainConfig, device: str,
         arrays = load_arrays(manifest)
         planted = planted_mask(truth, manifest, arrays) if evaluate else None
     bar = console.Progress(f"{probe}: epoch", total=cfg.epochs(probe), rate_unit="epochs")
+
+    def note(epoch: int, train_loss: float, val_loss: float) -> None:   # epoch k/E ...
+        bar.set(epoch, f"train_loss {train_loss:.4f} val_loss {val_loss:.4f}")
+
     with Timer() as t_fit, bar, RunLog(files.events, files.curve, time.time(),
-                                       on_epoch=_epoch_note(bar) if bar.enabled else None,
+                                       on_epoch=note if bar.enabled else None,
                                        outputs=outputs) as runlog:
         fits = train_seeds(probe, arrays, cfg, device, runlog)
     seeds = seed_list(cfg)
@@ -128,13 +128,6 @@ def train_and_evaluate(probe: str, manifest: str, cfg: TrainConfig, device: str,
             ms = score_missing(probe, cfg, ecfg, arrays, fit.probe, device, time.perf_counter(),
                                cost)
     return ProbeRun(train, sidecar, fits, seeds, tuple(runlog.val_walls), ev, ms)
-
-
-def _epoch_note(bar: console.Progress) -> Any:
-    """RunLog ``on_epoch`` callback: ``epoch k/E train_loss T val_loss V``."""
-    def on_epoch(epoch: int, train_loss: float, val_loss: float) -> None:
-        bar.set(epoch, f"train_loss {train_loss:.4f} val_loss {val_loss:.4f}")
-    return on_epoch
 
 
 def torch_threads(threads: int) -> None:
