@@ -14,6 +14,7 @@ key that is no stage's block (:data:`BLOCKS`), bytes that are not UTF-8, a run n
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import math
 import re
@@ -103,6 +104,11 @@ def _refuse_aliases(text: str, path: Path, loader: Any) -> None:
                               "value out in full")
 
 
+# The last file's checked mapping, by path and text: the CLI's whole-file check and the verb's
+# blocks parse the file once per process (a changed file is parsed again; callers get copies).
+_PARSED: dict[str, tuple[str, dict[str, Any]]] = {}
+
+
 def load_params(path: str | Path) -> dict[str, Any]:
     """Read a params YAML file into a dict (errors name the file, and the key or line)."""
     import yaml
@@ -117,6 +123,9 @@ def load_params(path: str | Path) -> dict[str, Any]:
                           f"{exc.object[exc.start:exc.start + 1]!r})") from None
     except OSError as exc:
         raise ParamsError(f"{p}: cannot read ({exc.strerror or exc})") from None
+    seen = _PARSED.get(str(p))
+    if seen is not None and seen[0] == text:
+        return copy.deepcopy(seen[1])
     # libyaml's loader when PyYAML has it: the same values, ~0.5 ms instead of ~21 ms for
     # params.yaml (every verb reads it; rightsize.cli checks train.probes in it first)
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -133,6 +142,8 @@ def load_params(path: str | Path) -> dict[str, Any]:
         raise ParamsError(f"{p}: unknown top-level key {unknown[0]!r} (known: "
                           f"{', '.join(BLOCKS)})")
     _check_run_names(data, p)
+    _PARSED.clear()
+    _PARSED[str(p)] = (text, copy.deepcopy(data))
     return data
 
 

@@ -114,3 +114,27 @@ def test_train_config_is_written_one_field_per_probe_home():
         assert fields[name].type in (spec.config.__name__, spec.config), name
         assert getattr(TrainConfig(), name) == spec.config()
     assert TrainConfig.__module__ == "rightsize.probes.engine.config"
+
+
+def test_the_train_verb_parses_its_params_file_once(work, monkeypatch):
+    # the CLI's whole-file check, the train block and the evaluate block: one YAML parse
+    import yaml
+
+    loads = []
+    real = yaml.load
+    monkeypatch.setattr(yaml, "load", lambda *a, **k: loads.append(1) or real(*a, **k))
+    params = work / "params_once.yaml"
+    params.write_text((work / "params.yaml").read_text())
+    out = work / "once"
+    assert main(["train", "ecg", "--params", str(params), "--manifest",
+                 str(work / "manifest.parquet"), "--out", str(out / "model"),
+                 "--eval-json", str(out / "eval.json"), "-q"]) == 0
+    assert len(loads) == 1
+
+    from rightsize.params import load_params
+
+    first = load_params(params)
+    first["train"]["seed"] = 99                      # a caller's edit stays its own
+    assert load_params(params)["train"]["seed"] == 0 and len(loads) == 1
+    params.write_text(params.read_text().replace("seed: 0", "seed: 3", 1))
+    assert load_params(params)["cohort"]["seed"] == 3 and len(loads) == 2   # changed: parsed
