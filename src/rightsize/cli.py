@@ -21,9 +21,10 @@ import logging
 import os
 import signal
 import sys
+import textwrap
 import threading
 import traceback
-from typing import Any
+from typing import Any, NoReturn
 
 from rightsize import console
 from rightsize.blas_kernel import pin_openblas_kernel
@@ -56,6 +57,70 @@ VERBS = {                         # verb -> the module that registers it (tests 
 }
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse whose usage errors are one line, ``rightsize: error: MESSAGE``, exit 2.
+
+    The usage block stays in ``--help``; an error argparse raises about the command line's
+    shape (a missing or unknown flag) ends by naming the verb's ``--help``.
+    """
+
+    def parse_args(self, args: Any = None, namespace: Any = None) -> Any:  # type: ignore[override]
+        """argparse's, with words no parser took named against the verb's ``--help``."""
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            verb = getattr(parsed, "verb", None)
+            self._fail(f"unrecognized arguments: {' '.join(extras)}",
+                       f"{self.prog} {verb}" if verb else self.prog)
+        return parsed
+
+    def error(self, message: str) -> NoReturn:
+        """Print the one-line error and exit 2 (``SystemExit``, as argparse does)."""
+        if message.startswith("argument VERB: invalid choice: "):
+            word = message.split("invalid choice: ", 1)[1].split(" (choose")[0]
+            message = f"unknown verb {word}"
+        self._fail(message, self.prog)
+
+    def _fail(self, message: str, prog: str) -> NoReturn:
+        if message.startswith(_SHAPE_ERRORS) or "expected one argument" in message:
+            message += f" (see {prog} --help)"
+        self.exit(2, f"rightsize: error: {' '.join(message.split())}\n")
+
+
+# argparse's own messages about the command line's shape (Python 3.11 wording)
+_SHAPE_ERRORS = ("the following arguments are required", "unrecognized arguments",
+                 "one of the arguments", "ambiguous option", "unknown verb")
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    """Help wrapped to the terminal: prose paragraphs of a description or epilog are filled
+    to its width; an indented line (an example command, a continuation) is kept as written."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        out: list[str] = []
+        prose: list[str] = []
+
+        def flush() -> None:
+            if prose:
+                out.append(textwrap.fill(" ".join(prose), width, initial_indent=indent,
+                                         subsequent_indent=indent, break_on_hyphens=False,
+                                         break_long_words=False))   # --flags stay whole
+                prose.clear()
+
+        for line in text.splitlines():
+            if line.strip() and not line[0].isspace():
+                prose.append(line.strip())
+            else:
+                flush()
+                out.append(indent + line if line.strip() else "")
+        flush()
+        return "\n".join(out)
+
+
+def _formatter(prog: str) -> argparse.HelpFormatter:
+    """:class:`_HelpFormatter` for ``prog`` with option names up to 30 columns wide."""
+    return _HelpFormatter(prog, max_help_position=30)
+
+
 def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
     """The top-level parser: with ``verb`` (a key of :data:`VERBS`), only that verb's module
     registered (and imported); otherwise every verb's."""
@@ -65,17 +130,19 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
                         help="no progress or info output")
     common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                         help="show tracebacks and debug logs")
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="rightsize",
         description="Measure what ML work costs and keep the answer versioned with DVC.",
         epilog="Run 'rightsize VERB --help' for a verb's flags and an example.",
         parents=[common],
-        formatter_class=lambda prog: argparse.HelpFormatter(prog, max_help_position=30),
+        formatter_class=_formatter,
     )
-    sub = parser.add_subparsers(dest="verb", metavar="VERB")
+    sub = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
     modules = [VERBS[verb]] if verb in VERBS else list(dict.fromkeys(VERBS.values()))
     for name in modules:
         importlib.import_module(name).register(sub, common)
+    for verb_parser in sub.choices.values():   # one help style, whatever a verb asked for
+        verb_parser.formatter_class = _formatter
     return parser
 
 
@@ -94,7 +161,11 @@ def main(argv: list[str] | None = None) -> int:
     pin_openblas_kernel()          # before any verb imports numpy (see rightsize.blas_kernel)
     words = sys.argv[1:] if argv is None else argv
     parser = build_parser(_verb(words))
-    args = parser.parse_args(words)
+    try:
+        args = parser.parse_args(words)
+    except RightsizeError as exc:        # a path on the command line that does not exist
+        print(f"rightsize: error: {exc}", file=sys.stderr)
+        return exc.exit_code
     args.quiet = getattr(args, "quiet", False)
     args.debug = getattr(args, "debug", False)
     if not getattr(args, "func", None):

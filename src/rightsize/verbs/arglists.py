@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 from collections.abc import Callable
 
 from rightsize.errors import InputError
@@ -75,3 +76,18 @@ def pos_float(text: str) -> float:
     if not v > 0 or not math.isfinite(v):
         raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
     return v
+
+
+class ExistingPath(argparse.Action):
+    """argparse ``action=`` for a path the verb reads: one that does not exist is an
+    ``InputError`` naming it (exit 2), raised while parsing, so before any missing flag.
+
+    Only existence is checked (``os.path.lexists``: a dangling link is the verb's to judge);
+    what the path must be (a folder, a readable file) stays with the verb's own checks.
+    """
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: object, option_string: str | None = None) -> None:
+        if not os.path.lexists(str(values)):
+            raise InputError(f"{values}: no such file or directory")
+        setattr(namespace, self.dest, values)

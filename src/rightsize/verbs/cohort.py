@@ -15,7 +15,7 @@ DEFAULT_OUT = "data/manifest.parquet"
 
 EPILOG = """\
 examples:
-  rightsize cohort --params params.yaml --out data/manifest.parquet \
+  rightsize cohort --params params.yaml --out data/manifest.parquet \\
       --truth data/cohort.truth.parquet --metrics metrics/cohort.json
   rightsize cohort --check data/manifest.parquet
   rightsize cohort --params params.yaml --out m.parquet --metrics - | jq .n_subjects

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from rightsize import console
 from rightsize.errors import InputError, RightsizeError
+from rightsize.verbs.arglists import ExistingPath
 
 if TYPE_CHECKING:
     from rightsize.telemetry.table import ScalarTable
@@ -46,7 +47,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("root", metavar="ROOT", help="log directory (or one event file)")
+    p.add_argument("root", metavar="ROOT", action=ExistingPath,
+                   help="log directory (or one event file)")
     p.add_argument("-o", "--output", required=True, metavar="OUT",
                    help="output table: OUT.parquet or OUT.csv (written atomically)")
     p.add_argument("--tags", metavar="GLOB", default=None,

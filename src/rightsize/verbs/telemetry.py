@@ -9,13 +9,20 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 from pathlib import Path
 from typing import Any
 
 from rightsize import console
 from rightsize.errors import DataError, InputError, IntegrityError
 from rightsize.verbs import headline
-from rightsize.verbs.arglists import int_list_type, nonneg_int, pos_float, pos_int
+from rightsize.verbs.arglists import (
+    ExistingPath,
+    int_list_type,
+    nonneg_int,
+    pos_float,
+    pos_int,
+)
 
 _RAW = argparse.RawDescriptionHelpFormatter
 
@@ -94,13 +101,14 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                     "(dot) files and folders are not copied; a file name holding a newline is "
                     "refused (SHA256SUMS cannot list it).",
         epilog="exit codes: 0 copied and verified; 2 bad input (SRC, DEST, an unreadable path, "
-               "a non-empty DEST);\n  3 a file in DEST differs from its source, or the copy "
+               "a non-empty DEST); 3 a file in DEST differs from its source, or the copy "
                "does not verify.\n\n"
                "example:\n  rightsize rescue /scratch/job123/tb data/telemetry/job123 --json -\n"
                "  rightsize rescue /scratch/job123/tb data/telemetry/job123 --into-existing"
                "   # the run went on")
-    p.add_argument("src", metavar="SRC")
-    p.add_argument("dest", metavar="DEST")
+    p.add_argument("src", metavar="SRC", action=ExistingPath,
+                   help="folder of event files to copy (read only)")
+    p.add_argument("dest", metavar="DEST", help="folder to create (or add to, --into-existing)")
     p.add_argument("--into-existing", action="store_true",
                    help="add to an earlier rescue in DEST: copy new files, update each file "
                         "that grew since (its old bytes a prefix of the new), keep the rest; "
@@ -127,7 +135,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                     "command exits 2 (3 with --strict). Paths a `rescue --skip-unreadable` "
                     "recorded as skipped are shown as warnings.",
         epilog="example:\n  rightsize verify data/telemetry/demo --json metrics/verify/demo.json")
-    p.add_argument("dir", metavar="DIR")
+    p.add_argument("dir", metavar="DIR", action=ExistingPath,
+                   help="folder holding SHA256SUMS (a rescue's DEST)")
     p.add_argument("--json", metavar="PATH", help="write {ok, files, bytes, missing, extra, "
                    "mismatched, unreadable}; '-' prints it on stdout instead of the summary line")
     p.add_argument("--strict", action="store_true",
@@ -142,7 +151,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                     "a cost report must recover into --truth. Deterministic per seed.",
         epilog="example:\n  rightsize demo-run data/telemetry/demo --params params.yaml "
                "--truth data/telemetry/demo.truth.json")
-    p.add_argument("dest", metavar="DEST")
+    p.add_argument("dest", metavar="DEST", help="folder to write the run into")
     p.add_argument("--params", metavar="YAML", help="take the seed from demo.seed of this file")
     p.add_argument("--seed", type=nonneg_int, default=None,
                    help="random seed (default: demo.seed of --params, else 0)")
@@ -191,6 +200,8 @@ def run_telemetry(args: argparse.Namespace) -> int:
     from rightsize.telemetry.scalars import NothingReadable, read_scalars, unreadable_error
     from rightsize.verbs.scalars import files_progress
 
+    if not os.path.lexists(args.run_dir):     # named before a geometry flag it also lacks
+        raise InputError(f"{args.run_dir}: no such file or directory")
     cfg = _config(args)
     atomic.check_writable(args.json, args.val_csv, args.headline)
     root = Path(args.run_dir)
