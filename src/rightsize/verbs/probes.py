@@ -11,7 +11,6 @@ from rightsize import console
 from rightsize.errors import InputError
 from rightsize.probe_registry import PROBES
 from rightsize.verbs import headline
-from rightsize.verbs import probe_metrics as pm
 
 _PROBES = " | ".join(PROBES)
 
@@ -159,7 +158,7 @@ def run_train(args: argparse.Namespace) -> int:
         for target, metrics in ((args.metrics, run.train), (args.eval_json, run.eval),
                                 (args.missing_json, run.missing)):
             if target:
-                console.emit_json(target, pm.json_safe(metrics), outputs)
+                console.emit_json(target, json_safe(metrics), outputs)
         if args.headline:
             headline.write(args.headline, headline.headline(
                 "probe", args.probe, eval=run.eval, missing=run.missing), outputs)
@@ -205,8 +204,8 @@ def run_evaluate(args: argparse.Namespace) -> int:
     cfg, ecfg, arrays, sidecar, probe, device = _load(args)
     out = evaluate_saved(args.probe, args.model, cfg, ecfg, arrays, sidecar, probe, device,
                          start, planted_mask(args.truth, args.manifest, arrays),
-                         pm.train_cost(sidecar))
-    console.emit_json(args.json, pm.json_safe(out))
+                         train_cost(sidecar))
+    console.emit_json(args.json, json_safe(out))
     return 0
 
 
@@ -217,6 +216,25 @@ def run_missing(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     cfg, ecfg, arrays, sidecar, probe, device = _load(args)
     out = score_missing(args.probe, cfg, ecfg, arrays, probe, device, start,
-                        pm.train_cost(sidecar))
-    console.emit_json(args.json, pm.json_safe(out))
+                        train_cost(sidecar))
+    console.emit_json(args.json, json_safe(out))
     return 0
+
+
+def json_safe(obj: Any) -> Any:
+    """Replace non-finite floats (an AUROC with one class) by None: strict JSON for jq & co."""
+    if isinstance(obj, dict):
+        return {k: json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, float) and (obj != obj or obj in (float("inf"), float("-inf"))):
+        return None
+    return obj
+
+
+def train_cost(sidecar: dict[str, Any]) -> dict[str, float] | None:
+    """The training's seconds and peak RSS where an older sidecar recorded them (a folder
+    of today records none: they are measurements, and the folder holds only the model)."""
+    train_s = (sidecar.get("wall_clock_s") or {}).get("train")
+    if train_s is None:
+        return None
+    return {"train_s": float(train_s),
+            "peak_rss_mb_train": float(sidecar.get("peak_rss_mb_train", 0.0))}
