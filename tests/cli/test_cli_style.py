@@ -10,6 +10,7 @@ docs/failures.md says bad data), before any flag the command line also lacks.
 from __future__ import annotations
 
 import argparse
+import json
 
 import pytest
 
@@ -122,7 +123,7 @@ def test_unknown_verb_and_missing_flags_are_one_line(capsys):
     assert _one_line(err) == "rightsize: error: unknown verb 'no-such-verb' (see rightsize --help)"
     rc, _, err = _run(["scalars"], capsys)
     assert rc == 2 and _one_line(err) == (
-        "rightsize: error: the following arguments are required: ROOT, -o/--output "
+        "rightsize: error: the following arguments are required: ROOT, -o/--out/--output "
         "(see rightsize scalars --help)")
 
 
@@ -145,3 +146,48 @@ def test_help_keeps_example_lines_as_written(capsys, monkeypatch):
     prose = [line for line in lines if not line[:1].isspace() and line.strip()]
     assert prose and max(map(len, prose)) <= 50
 
+
+
+# Verbs for which a params file is an optional source, read only when named: a default would
+# make them fail outside a project folder (telemetry's flags, demo-run's --seed, ecg-input's
+# --crops, compare-probes' unfiltered comparison stand alone).
+PARAMS_OPTIONAL = {"telemetry", "demo-run", "ecg-input", "compare-probes"}
+
+
+def _option(verb: str, flag: str) -> argparse.Action | None:
+    return next((a for a in _verb_parser(verb)._actions if flag in a.option_strings), None)
+
+
+@pytest.mark.parametrize("verb", ALL)
+def test_one_spelling_for_params_json_and_out(verb):
+    params = _option(verb, "--params")
+    if params is not None and verb not in PARAMS_OPTIONAL:
+        assert params.default == "params.yaml" and not params.required, verb
+    json_opt = _option(verb, "--json")
+    if json_opt is not None:                       # --json PATH ('-' = stdout), never a switch
+        assert json_opt.nargs in (None, "?"), verb
+        assert not isinstance(json_opt, argparse._StoreTrueAction), verb
+    for action in _verb_parser(verb)._actions:
+        if {"-o", "--output"} & set(action.option_strings):
+            assert "--out" in action.option_strings, (verb, action.option_strings)
+
+
+def test_scalars_json_path_and_out_spellings(tmp_path, capsys, demo_dir):
+    rc, out, _ = _run(["scalars", str(demo_dir), "-o", str(tmp_path / "a.csv"), "--json"], capsys)
+    assert rc == 0
+    summary = json.loads(out)
+    rc, out, _ = _run(["scalars", str(demo_dir), "--out", str(tmp_path / "a.csv"),
+                       "--json", str(tmp_path / "s.json")], capsys)
+    assert rc == 0 and f"-> {tmp_path / 'a.csv'}" in out          # the summary line as well
+    written = json.loads((tmp_path / "s.json").read_text())
+    assert {k: v for k, v in written.items() if k != "seconds"} == \
+        {k: v for k, v in summary.items() if k != "seconds"}
+    rc, _, _ = _run(["scalars", str(demo_dir), "--output", str(tmp_path / "b.parquet"), "-q"],
+                    capsys)
+    assert rc == 0 and (tmp_path / "b.parquet").stat().st_size > 0   # the older spelling
+
+
+def test_footprint_reads_params_yaml_by_default(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    rc, _, err = _run(["footprint", "--manifest", "m.parquet", "--json", "f.json", "-q"], capsys)
+    assert rc == 2 and _one_line(err) == "rightsize: error: params.yaml: params file not found"

@@ -28,7 +28,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                     "cohort/train/evaluate stages, and whether the output locations are "
                     "writable.",
         epilog=_FOOTPRINT_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    fp.add_argument("--params", required=True, help="params.yaml (blocks footprint, cohort, train)")
+    fp.add_argument("--params", default="params.yaml",
+                    help="params file: blocks footprint, cohort, train (default: params.yaml)")
     fp.add_argument("--manifest", required=True, help="cohort manifest parquet")
     fp.add_argument("--models", default="models", help="checkpoint root (models/<probe>/)")
     fp.add_argument("--metrics-dir", default="metrics",

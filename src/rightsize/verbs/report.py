@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 
 from rightsize import console
 
@@ -34,22 +32,24 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--out", default="reports", help="output directory (default: reports)")
     p.add_argument("--seeds-json", default=None, metavar="PATH",
                    help="output of `rightsize seeds --json`: adds mean +- sd across seeds")
-    p.add_argument("--json", action="store_true",
-                   help="print what was written and the verdicts as JSON on stdout")
+    p.add_argument("--json", nargs="?", const="-", default=None, metavar="PATH",
+                   help="write what was written and the verdicts as JSON to PATH; '-' or no "
+                        "PATH prints it on stdout instead of the verdict lines")
     p.set_defaults(func=run_report)
 
 
 def run_report(args: argparse.Namespace) -> int:
     """Build the report; print the verdicts (or JSON) and return 0."""
+    from rightsize.atomic import check_writable
     from rightsize.reporting.build import build_report
     from rightsize.reporting.config import load_settings
 
+    check_writable(args.json)
     settings = load_settings(args.params)
     result = build_report(settings, args.metrics, args.out, args.seeds_json)
     if args.json:
-        json.dump(result.as_dict(), sys.stdout, indent=2)
-        sys.stdout.write("\n")
-    else:
+        console.emit_json(args.json, result.as_dict())
+    if args.json != "-":
         for v in result.verdicts:
             console.info(f"{v.question} {v.text}")
         console.info(f"wrote {result.markdown}, {result.html} and {len(result.figures)} figures")

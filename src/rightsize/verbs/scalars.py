@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import sys
 import time
@@ -22,6 +21,7 @@ EPILOG = """\
 examples:
   rightsize scalars ../shared/telemetry/rampnet1_stage2 -o scalars.parquet
   rightsize scalars logs/ -o loss.csv --tags 'Loss/*' --json
+  rightsize scalars logs/ -o loss.csv --json loss_summary.json
   rightsize scalars logs/ -o scalars.parquet --strict   # exit 3 at the first damaged record
 
 Damaged records (bad CRCs, torn tails, garbage) are skipped and reported as warnings on
@@ -49,14 +49,17 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     )
     p.add_argument("root", metavar="ROOT", action=ExistingPath,
                    help="log directory (or one event file)")
-    p.add_argument("-o", "--output", required=True, metavar="OUT",
-                   help="output table: OUT.parquet or OUT.csv (written atomically)")
+    p.add_argument("-o", "--out", "--output", dest="output", required=True, metavar="OUT",
+                   help="output table: OUT.parquet or OUT.csv (written atomically; --output is "
+                        "the older spelling)")
     p.add_argument("--tags", metavar="GLOB", default=None,
                    help="only tags matching this glob (fnmatch, case-sensitive), e.g. 'Loss/*'")
     p.add_argument("--strict", action="store_true",
                    help="fail (exit 3) at the first damaged or undecodable record, or when a "
                         "directory or file cannot be read (all of them listed)")
-    p.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
+    p.add_argument("--json", nargs="?", const="-", default=None, metavar="PATH",
+                   help="write the summary as JSON to PATH; '-' or no PATH prints it on stdout "
+                        "instead of the summary line")
     p.set_defaults(func=run_scalars)
 
 
@@ -115,7 +118,7 @@ def run_scalars(args: argparse.Namespace) -> int:
     from rightsize.atomic import check_writable
     from rightsize.telemetry.scalars import read_scalars, write_table
 
-    check_writable(args.output)
+    check_writable(args.output, args.json)
     start = time.perf_counter()
     with files_progress(args.root) as on_file:
         table = read_scalars(args.root, tags=args.tags, strict=args.strict, on_file=on_file)
@@ -126,9 +129,8 @@ def run_scalars(args: argparse.Namespace) -> int:
     write_table(table, args.output)
     summary = summarize(table, args.output, time.perf_counter() - start)
     if args.json:
-        json.dump(summary, sys.stdout, indent=2)
-        print()
-    elif not console.quiet():
+        console.emit_json(args.json, summary)
+    if args.json != "-" and not console.quiet():
         print(f"{summary['points']} points, {summary['tags']} tags, {summary['runs']} runs, "
               f"{summary['files']} files ({summary['header_only_files']} header-only), "
               f"{summary['problems']} problems{_unread(summary)} -> {args.output} "
