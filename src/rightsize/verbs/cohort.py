@@ -38,14 +38,14 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--params", default="params.yaml",
                    help="params file holding the `cohort` block (default: params.yaml)")
-    p.add_argument("--out", default=None,
+    p.add_argument("-o", "--out", default=None,
                    help=f"manifest to write, atomically (default: {DEFAULT_OUT})")
     p.add_argument("--truth", default=None,
                    help="also write the planted truth (matched clip, planted ECG token per "
                         "subject; -1 for none) here, atomically with the manifest")
-    p.add_argument("--metrics", default=None,
+    p.add_argument("--json", "--metrics", dest="metrics", default=None, metavar="PATH",
                    help="write flat build metrics as JSON here (atomically); '-' prints "
-                        "them on stdout")
+                        "them on stdout (--metrics is the older spelling)")
     headline.add_argument(p, "manifest rows, bytes and float32 payload bytes")
     p.add_argument("--check", metavar="MANIFEST", default=None,
                    help="validate MANIFEST instead of building; prints a one-line summary")

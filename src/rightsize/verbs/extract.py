@@ -46,12 +46,14 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                     "SHA256SUMS. Resumable: a rerun redoes only missing or invalid shards.")
     p.add_argument("--params", default="params.yaml",
                    help="params file holding the `extract` block (default: params.yaml)")
-    p.add_argument("--out", required=True, help="output folder (created; resumed if present)")
+    p.add_argument("-o", "--out", required=True,
+                   help="output folder (created; resumed if present)")
     p.add_argument("--events", default=None,
                    help="write each worker's tfevents log (records/s, batch time) under here, "
                         "one run <host>.rank<r> per worker: `rightsize telemetry` reads it")
-    p.add_argument("--metrics", default=None,
-                   help="write the run's detail JSON here ('-': stdout)")
+    p.add_argument("--json", "--metrics", dest="metrics", default=None, metavar="PATH",
+                   help="write the run's detail JSON here ('-': stdout; --metrics is the older "
+                        "spelling)")
     headline.add_argument(p, "records, wall clock, the ask's predicted range and the ratio")
     p.add_argument("--bench", default=None, metavar="JSON",
                    help="the encoder bench file (metrics/encoders/ecg.json): with --sizing, "

@@ -29,7 +29,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                    help="params file: report block, telemetry.runs, train.probes "
                         "(default: params.yaml)")
     p.add_argument("--metrics", default="metrics", help="metrics directory (default: metrics)")
-    p.add_argument("--out", default="reports", help="output directory (default: reports)")
+    p.add_argument("-o", "--out", default="reports", help="output directory (default: reports)")
     p.add_argument("--seeds-json", default=None, metavar="PATH",
                    help="output of `rightsize seeds --json`: adds mean +- sd across seeds")
     p.add_argument("--json", nargs="?", const="-", default=None, metavar="PATH",
