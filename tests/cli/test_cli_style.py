@@ -154,10 +154,8 @@ def test_help_keeps_example_lines_as_written(capsys, monkeypatch):
 PARAMS_OPTIONAL = {"telemetry", "demo-run", "ecg-input", "compare-probes"}
 
 
-# Verbs that write no JSON report (files only); train's options live in verbs/probes.py,
-# which another change is restructuring: its -o and --json spellings are still to come.
+# Verbs that write no JSON report (files only).
 NO_JSON_REPORT = {"demo-run", "ecg-demo", "ecg-input"}
-LEAD_TODO = {"train"}
 
 
 def _option(verb: str, flag: str) -> argparse.Action | None:
@@ -174,9 +172,9 @@ def test_one_spelling_for_params_json_and_out(verb):
         assert json_opt.nargs in (None, "?"), verb
         assert not isinstance(json_opt, argparse._StoreTrueAction), verb
     for action in _verb_parser(verb)._actions:
-        if {"-o", "--out", "--output"} & set(action.option_strings) and verb not in LEAD_TODO:
+        if {"-o", "--out", "--output"} & set(action.option_strings):
             assert {"-o", "--out"} <= set(action.option_strings), (verb, action.option_strings)
-    if verb not in NO_JSON_REPORT | LEAD_TODO:
+    if verb not in NO_JSON_REPORT:
         assert json_opt is not None, verb
 
 

@@ -48,12 +48,12 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                 "    --metrics metrics/train/fused.json --eval-json metrics/eval/fused.json \\\n"
                 "    --missing-json metrics/missing/fused.json"))
     _common(p)
-    p.add_argument("--out", required=True, help="model directory to write")
+    p.add_argument("-o", "--out", required=True, help="model directory to write")
     p.add_argument("--events", default=None, help="directory for the tfevents file")
     p.add_argument("--curve", default=None, help="CSV of epoch,train_loss,val_loss")
     p.add_argument("--seed-curves", default=None, metavar="CSV",
                    help="CSV of seed,epoch,train_loss,val_loss: every replica's losses")
-    p.add_argument("--metrics", default=None,
+    p.add_argument("--json", "--metrics", dest="metrics", default=None, metavar="JSON",
                    help="JSON of training metrics ('-' prints it on stdout)")
     p.add_argument("--eval-json", default=None, metavar="JSON",
                    help="also evaluate the saved probe on the test split and write the "
