@@ -107,8 +107,8 @@ def test_rerun_redoes_only_missing_or_damaged_shards(corpus: Path) -> None:
     damaged.write_bytes(damaged.read_bytes()[:-100])
     (shards / ".shard-00000.parquet.abc.tmp").write_bytes(b"a killed worker's leftover")
     from rightsize.extraction.config import ExtractConfig
+    from rightsize.extraction.plan import make_plan
     from rightsize.extraction.records import read_record_list
-    from rightsize.extraction.run import make_plan
     from rightsize.params import load_block
 
     cfg = load_block(corpus / "params.yaml", "extract", ExtractConfig)

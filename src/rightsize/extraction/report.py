@@ -1,17 +1,21 @@
 """After a run: close the folder when every shard is done, and the run's metrics.
 
-The metrics hold what was done (records, shards done now and reused), the wall clock, each
-part's seconds as the workers measured them (reading + preprocessing, compute, writing; per
-worker and as wall-clock equivalents over the workers), peak RSS per worker, what the
-features may be used for; the verb sets the ask's prediction beside them.
+One metrics function for both executors. A local run's hold what was done (records, shards
+done now and reused), the wall clock, each part's seconds as the workers measured them
+(reading + preprocessing, compute, writing; per worker and as wall-clock equivalents over
+the workers), peak RSS per worker, what the features may be used for; a Slurm array's hold
+its job, tasks and time limit, the records it was given and the wall clock from submission
+to the array's end. The verb sets the ask's prediction beside them.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from rightsize.extraction.finalize import finalize
-from rightsize.extraction.run import Plan, RunStats
+from rightsize.extraction.plan import Plan
+from rightsize.extraction.run import RunStats
 from rightsize.extraction.shards import read_done
 
 NOT_ON_GPU = "not measured on a GPU"
@@ -49,12 +53,54 @@ def close_if_complete(plan: Plan) -> dict[str, Any] | None:
     return finalize(plan.out, plan.cfg, plan.records, done, plan.shards, description(plan))
 
 
-def run_metrics(plan: Plan, stats: RunStats, wall_s: float, records: int, workers: int,
-                counts: dict[str, Any] | None, task: tuple[int, int] | None) -> dict[str, Any]:
-    """The detail JSON of one run (docs/outputs.md)."""
+@dataclass(frozen=True)
+class LocalRun:
+    """What the local executor ran: its workers' measurements, how many, which task."""
+
+    stats: RunStats
+    workers: int
+    task: tuple[int, int] | None = None
+
+
+@dataclass(frozen=True)
+class ArrayRun:
+    """What the Slurm executor ran: the array job (``job_id`` None: nothing submitted), its
+    task count, the tasks submitted, their time limit and where their logs are."""
+
+    job_id: str | None
+    tasks: int
+    submitted: tuple[int, ...]
+    time_limit_s: float | None
+    task_logs: str
+
+    @classmethod
+    def of(cls, job: Any, job_id: str | None) -> ArrayRun:
+        """From the submitted :class:`~rightsize.extraction.slurm.SlurmJob`."""
+        return cls(job_id, job.tasks, tuple(job.indices) if job_id else (),
+                   job.resources.time_s, str(job.log_dir))
+
+
+def run_metrics(plan: Plan, ran: LocalRun | ArrayRun, wall_s: float, records: int,
+                counts: dict[str, Any] | None) -> dict[str, Any]:
+    """The detail JSON of one run (docs/outputs.md), either executor's: ``records`` done in
+    ``wall_s`` seconds, ``counts`` the closed folder's (None: not complete)."""
+    if isinstance(ran, ArrayRun):
+        return {"executor": "slurm", "job_id": ran.job_id, "tasks": ran.tasks,
+                "tasks_submitted": list(ran.submitted), "time_limit_s": ran.time_limit_s,
+                "records": records, "records_in_corpus": len(plan.records),
+                "shards_in_corpus": plan.shards, "wall_s": wall_s,
+                "records_per_s": records / wall_s if ran.job_id and wall_s > 0 else None,
+                "features": plan.identity["features"], "complete": counts is not None,
+                "counts": counts, "task_logs": ran.task_logs}
+    return _local_metrics(plan, ran, wall_s, records, counts)
+
+
+def _local_metrics(plan: Plan, ran: LocalRun, wall_s: float, records: int,
+                   counts: dict[str, Any] | None) -> dict[str, Any]:
+    """The local executor's detail JSON: the workers' parts, peak RSS and hardware too."""
     from rightsize.measure import hardware_stamp, peak_rss_mb
 
-    cfg = plan.cfg
+    cfg, stats, workers, task = plan.cfg, ran.stats, ran.workers, ran.task
     n_workers = max(len(stats.times), 1)
     per_part = {PART_OF[k]: stats.total(k) for k in PART_OF}
     as_wall = {k: v / n_workers for k, v in per_part.items()}
@@ -65,10 +111,7 @@ def run_metrics(plan: Plan, stats: RunStats, wall_s: float, records: int, worker
         "shards_in_corpus": plan.shards, "task": None if task is None else f"{task[0]}/{task[1]}",
         "workers": workers, "threads_per_worker": cfg.threads_per_worker,
         "batch_size": cfg.batch_size, "shard_records": cfg.shard_records,
-        "crops_per_record": cfg.crops_per_record,
-        "shard_sizes": [len(range(s * cfg.shard_records, min((s + 1) * cfg.shard_records,
-                                                              len(plan.records))))
-                        for s in plan.todo],
+        "crops_per_record": cfg.crops_per_record, "shard_sizes": list(plan.todo_sizes),
         "device": cfg.device, "model": f"HuBERT-ECG {cfg.size}",
         "layers": list(cfg.stored_layers), "dtype": cfg.dtype,
         "wall_s": wall_s, "records_per_s": records / wall_s if wall_s > 0 else None,

@@ -1,15 +1,10 @@
-"""Plan a run (which shards are still to do) and run it on local worker processes.
+"""Run a plan's shards on local worker processes (the plan, what is left:
+:mod:`~rightsize.extraction.plan`).
 
-The plan looks at every shard of this task's range (all shards without ``--task``): a shard
-already done under the same fingerprint and from the same inputs is kept, anything else
-(missing, damaged, edited, written under other settings, weights or preprocessing, or from
-a list row or record file that has changed since) is redone. A kept shard's bad records are
-read and preprocessed again on every run: one that is now good, or bad for another reason,
-makes the shard redone. Workers are processes, each with the model built
-once and torch on ``threads_per_worker`` threads; shards go to them in order. The first bad
-record (without ``skip_bad``) stops the run: shards already being written finish, nothing
-written is lost, and :class:`~rightsize.errors.DataError` names the record. The plan holds
-the folder's lock (:mod:`~rightsize.extraction.run_lock`) while it lives.
+Workers are processes, each with the model built once and torch on ``threads_per_worker``
+threads; shards go to them in order. The first bad record (without ``skip_bad``) stops the
+run: shards already being written finish, nothing written is lost, and
+:class:`~rightsize.errors.DataError` names the record.
 """
 
 from __future__ import annotations
@@ -24,29 +19,9 @@ from typing import Any
 
 from rightsize.errors import DataError
 from rightsize.extraction.config import ExtractConfig
-from rightsize.extraction.records import RecordList, shard_count, task_shards
-from rightsize.extraction.shards import SHARDS, ShardFile, fingerprint, shard_stem, stale_reason
-
-
-@dataclass
-class Plan:
-    """This run's shards: those done already and those to do."""
-
-    cfg: ExtractConfig
-    records: RecordList
-    out: Path
-    identity: dict[str, Any]
-    shards: int                         # shards in the whole corpus
-    mine: range                         # this task's range
-    done: dict[int, ShardFile] = field(default_factory=dict)
-    todo: list[int] = field(default_factory=list)
-    why: dict[int, str] = field(default_factory=dict)   # why each shard to do is redone
-    lock: Any = field(default=None, repr=False)  # RunLock: held while the plan lives
-
-    @property
-    def want(self) -> dict[str, Any]:
-        """The fingerprint a shard must carry to count as done."""
-        return fingerprint(self.cfg, self.identity)
+from rightsize.extraction.plan import Plan
+from rightsize.extraction.records import RecordList
+from rightsize.extraction.shards import ShardFile
 
 
 @dataclass
@@ -61,73 +36,6 @@ class RunStats:
     def total(self, part: str) -> float:
         """``part`` seconds summed over the workers."""
         return sum(t.get(part, 0.0) for t in self.times.values())
-
-
-def make_plan(cfg: ExtractConfig, records: RecordList, out: Path,
-              task: tuple[int, int] | None, verify_inputs: bool = False) -> Plan:
-    """Which shards of this task's range are done and which are to do (``verify_inputs``:
-    compare the record files' SHA-256, not only their size and ``mtime_ns``)."""
-    from rightsize.encoders.weights import weights_identity
-    from rightsize.extraction.run_lock import RunLock, check_out_folder
-
-    identity = weights_identity(cfg.size, Path(cfg.weights) if cfg.weights else None, cfg.seed)
-    n = shard_count(len(records), cfg.shard_records)
-    mine = task_shards(*task, n) if task else range(n)
-    check_out_folder(out)
-    lock = RunLock(out, {**cfg.fingerprint(), "weights": cfg.weights, "root": cfg.root,
-                         "records": cfg.records})
-    plan = Plan(cfg, records, out, identity, n, mine, lock=lock)
-    for s in mine:
-        found, why = stale_reason(out, s, records, cfg, plan.want, verify_inputs)
-        if found is not None and found.errors:
-            why = _bad_records_changed(found, records, cfg)
-            found = None if why else found
-        if found is None:
-            plan.todo.append(s)
-            plan.why[s] = why
-        else:
-            plan.done[s] = found
-    _remove_temporaries(out, plan.todo)
-    if plan.todo:                     # the folder is not complete: no stale index or checksums
-        for name in ("SHA256SUMS", "index.parquet", "extract.json", "errors.csv"):
-            (out / name).unlink(missing_ok=True)
-    return plan
-
-
-def _bad_records_changed(found: ShardFile, records: RecordList, cfg: ExtractConfig) -> str:
-    """Why a kept shard's bad records no longer hold (one now good, or bad for another
-    reason), or "" when each is still bad as recorded: they are tried again, every run."""
-    from rightsize.encoders.ecg_files import BadRecord
-    from rightsize.encoders.preprocess import model_input
-    from rightsize.extraction.records import shard_rows
-    from rightsize.extraction.worker import geometry_of
-
-    rows = {records.study_id[r]: r
-            for r in shard_rows(found.shard, len(records), cfg.shard_records)}
-    for e in found.errors:
-        row = rows.get(e.get("study_id", ""))
-        if row is None:
-            return f"bad record {e.get('study_id')} is not in the shard's list rows"
-        try:
-            model_input(records.file(row), geometry_of(cfg), records.path[row])
-        except BadRecord as bad:
-            if (bad.reason, bad.detail) != (e.get("reason"), e.get("detail")):
-                return f"{records.path[row]}: now {bad.reason} (was {e.get('reason')})"
-            continue
-        return f"{records.path[row]}: bad before, readable now"
-    return ""
-
-
-def _remove_temporaries(out: Path, todo: list[int]) -> None:
-    """A killed worker's temporary files of the shards this run redoes (never another
-    task's: only shards of this run's range)."""
-    folder = out / SHARDS
-    if not folder.is_dir():
-        return
-    stems = {f".{shard_stem(s)}." for s in todo}
-    for p in folder.iterdir():
-        if p.name.endswith(".tmp") and any(p.name.startswith(s) for s in stems):
-            p.unlink(missing_ok=True)
 
 
 def default_workers(cfg: ExtractConfig) -> int:

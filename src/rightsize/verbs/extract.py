@@ -208,17 +208,16 @@ def run_extract(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace, cfg: Any, records: Any, task: tuple[int, int] | None,
          inputs: tuple[Any, Any, Any] | None) -> int:
     from rightsize.extraction.finalize import errors_csv
-    from rightsize.extraction.report import close_if_complete, run_metrics
-    from rightsize.extraction.run import BadRecordError, default_workers, make_plan, run_local
+    from rightsize.extraction.plan import make_plan
+    from rightsize.extraction.report import LocalRun, close_if_complete, run_metrics
+    from rightsize.extraction.run import BadRecordError, default_workers, run_local
     from rightsize.machine import stamp as machine_stamp
 
     out, events = Path(args.out), Path(args.events) if args.events else None
     start = time.perf_counter()
     plan = make_plan(cfg, records, out, task, getattr(args, "verify_inputs", False))
     workers = min(default_workers(cfg), max(len(plan.todo), 1))
-    shard_sizes = tuple(len(range(s * cfg.shard_records,
-                                  min((s + 1) * cfg.shard_records, len(records))))
-                        for s in plan.todo)
+    shard_sizes = plan.todo_sizes
     todo_records = sum(shard_sizes)
     console.info(f"extract: {len(records)} records in {plan.shards} shards; this run "
                  f"{len(plan.todo)} shard(s) ({todo_records} records) on {workers} worker(s), "
@@ -240,7 +239,7 @@ def _run(args: argparse.Namespace, cfg: Any, records: Any, task: tuple[int, int]
     counts = close_if_complete(plan)
     wall = time.perf_counter() - start
     prediction = _prediction(inputs, cfg, shard_sizes)
-    metrics = run_metrics(plan, stats, wall, todo_records, workers, counts, task)
+    metrics = run_metrics(plan, LocalRun(stats, workers, task), wall, todo_records, counts)
     metrics["machine"] = machine_stamp()
     if prediction is not None:
         from rightsize.sizing.predict import STARTUP, compare

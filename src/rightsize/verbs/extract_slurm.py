@@ -67,47 +67,32 @@ def run_extract_slurm(args: Any, cfg: Any, records: Any,
     import dataclasses
     import time
 
-    from rightsize.extraction.records import shard_count, shard_rows, task_shards
+    from rightsize.extraction.plan import survey
+    from rightsize.extraction.records import task_shards
     from rightsize.extraction.slurm import job_script
 
     out = Path(args.out)
-    shards = shard_count(len(records), cfg.shard_records)
-    slurm = dataclasses.replace(cfg.slurm, tasks=max(1, min(cfg.slurm.tasks, shards)))
-    ranges = [task_shards(t, slurm.tasks, shards) for t in range(slurm.tasks)]
-    largest = max(len(r) for r in ranges)
+    first = survey(cfg, records, out)             # read only: a running task's files stay
+    slurm = dataclasses.replace(cfg.slurm, tasks=max(1, min(cfg.slurm.tasks, first.shards)))
+    largest = max(len(task_shards(t, slurm.tasks, first.shards)) for t in range(slurm.tasks))
     predicted = None
     if slurm.time_s is None:
         prediction = predict(min(largest * cfg.shard_records, len(records)))
         predicted = (prediction or {}).get("wall_s_high")
-
-    def pending() -> list[int]:
-        todo = _shards_to_do(cfg, records, out, shards)
-        return [t for t, r in enumerate(ranges) if todo.intersection(r)]
-
-    first = _shards_to_do(cfg, records, out, shards)
-    tasks = tuple(t for t, r in enumerate(ranges) if first.intersection(r))
+    tasks = first.tasks_left(slurm.tasks)
     job = build_job(task_command(args, cfg), slurm, out, predicted,
                     tasks or tuple(range(slurm.tasks)))
     if args.dry_run:
         sys.stdout.write(job_script(job))
         return 0
-    todo_records = sum(len(shard_rows(s, len(records), cfg.shard_records)) for s in first)
+
+    def pending() -> list[int]:
+        return list(survey(cfg, records, out).tasks_left(slurm.tasks))
+
     start = time.perf_counter()
     job_id = _submit_and_wait(job, pending, out, slurm.poll_s) if tasks else None
-    return _close(args, cfg, records, out, job, job_id, todo_records,
+    return _close(args, cfg, records, out, job, job_id, sum(first.todo_sizes),
                   time.perf_counter() - start, predict)
-
-
-def _shards_to_do(cfg: Any, records: Any, out: Path, shards: int) -> set[int]:
-    """Shards missing or invalid under this config, read only: unlike ``make_plan`` this
-    removes nothing, so a dry run, or the check after the array, never touches a running
-    task's temporary files."""
-    from rightsize.encoders.weights import weights_identity
-    from rightsize.extraction.shards import fingerprint, read_done
-
-    identity = weights_identity(cfg.size, Path(cfg.weights) if cfg.weights else None, cfg.seed)
-    want = fingerprint(cfg, identity)
-    return {s for s in range(shards) if read_done(out, s, records, cfg, want) is None}
 
 
 def _submit_and_wait(job: Any, pending: Callable[[], list[int]], out: Path,
@@ -128,8 +113,8 @@ def _close(args: Any, cfg: Any, records: Any, out: Path, job: Any, job_id: str |
            todo_records: int, wall: float,
            predict: Callable[[int], dict[str, Any] | None]) -> int:
     """Close the folder when complete; metrics of the array run; one summary line."""
-    from rightsize.extraction.report import close_if_complete
-    from rightsize.extraction.run import make_plan
+    from rightsize.extraction.plan import make_plan
+    from rightsize.extraction.report import ArrayRun, close_if_complete, run_metrics
     from rightsize.verbs import headline
 
     plan = make_plan(cfg, records, out, None)
@@ -143,15 +128,7 @@ def _close(args: Any, cfg: Any, records: Any, out: Path, job: Any, job_id: str |
                         else "not complete"))
     if not (args.metrics or args.headline):
         return 0
-    metrics: dict[str, Any] = {
-        "executor": "slurm", "job_id": job_id, "tasks": job.tasks,
-        "tasks_submitted": list(job.indices) if job_id else [],
-        "time_limit_s": job.resources.time_s, "records": todo_records,
-        "records_in_corpus": len(records), "shards_in_corpus": plan.shards,
-        "wall_s": wall, "records_per_s": todo_records / wall if job_id and wall > 0 else None,
-        "features": plan.identity["features"], "complete": counts is not None,
-        "counts": counts, "task_logs": str(job.log_dir),
-    }
+    metrics = run_metrics(plan, ArrayRun.of(job, job_id), wall, todo_records, counts)
     prediction = predict(todo_records) if job_id else None
     if prediction is not None:
         from rightsize.sizing.predict import compare
