@@ -1,14 +1,12 @@
-"""What is left of a run: which shards are done and which are still to do.
+"""What is left of a run: which shards are done and which are still to do, for both executors.
 
-One question for both executors. :func:`survey` answers it read only (the Slurm executor's
-dry run, its check between polls and after the array: it never touches a running task's
-temporary files); :func:`make_plan` is the local run's: it takes the folder's lock
-(:mod:`~rightsize.extraction.run_lock`), asks :func:`survey` and clears what the run
-replaces. A shard already done under the same fingerprint and from the same inputs is kept;
-anything else (missing, damaged, edited, written under other settings, weights or
-preprocessing, or from a list row or record file that has changed since) is redone. A kept
-shard's bad records are read and preprocessed again on every survey: one that is now good,
-or bad for another reason, makes the shard redone.
+:func:`survey` answers read only (the Slurm executor's dry run and its checks while and after
+the array runs: a running task's temporary files stay); :func:`make_plan`, the local run's,
+takes the folder's lock (:mod:`~rightsize.extraction.run_lock`), surveys and clears what the
+run replaces. A shard done under the same fingerprint from the same inputs is kept; anything
+else (missing, damaged, edited, other settings, weights or preprocessing, a changed list row
+or record file) is redone, and so is a kept shard one of whose bad records now reads, or is
+bad for another reason (bad records are tried again on every survey).
 """
 
 from __future__ import annotations

@@ -73,12 +73,6 @@ class ArrayRun:
     time_limit_s: float | None
     task_logs: str
 
-    @classmethod
-    def of(cls, job: Any, job_id: str | None) -> ArrayRun:
-        """From the submitted :class:`~rightsize.extraction.slurm.SlurmJob`."""
-        return cls(job_id, job.tasks, tuple(job.indices) if job_id else (),
-                   job.resources.time_s, str(job.log_dir))
-
 
 def run_metrics(plan: Plan, ran: LocalRun | ArrayRun, wall_s: float, records: int,
                 counts: dict[str, Any] | None) -> dict[str, Any]:

@@ -128,7 +128,9 @@ def _close(args: Any, cfg: Any, records: Any, out: Path, job: Any, job_id: str |
                         else "not complete"))
     if not (args.metrics or args.headline):
         return 0
-    metrics = run_metrics(plan, ArrayRun.of(job, job_id), wall, todo_records, counts)
+    ran = ArrayRun(job_id, job.tasks, tuple(job.indices) if job_id else (),
+                   job.resources.time_s, str(job.log_dir))
+    metrics = run_metrics(plan, ran, wall, todo_records, counts)
     prediction = predict(todo_records) if job_id else None
     if prediction is not None:
         from rightsize.sizing.predict import compare
