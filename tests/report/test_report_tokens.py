@@ -192,3 +192,6 @@ def test_detection_sentence_from_the_committed_table(tokens16):
             "no gain over pooled (found: the head validation chose puts ≥ 0.500 on the event "
             "in at least 80% of seeds; benchmarks/results/token_detection.json, measured on "
             "AMD EPYC 7B13).") in section
+    # the candidate recipe's rows give a second sentence of their own
+    assert ("With the smaller fused recipe of docs/tokens.md, an event seen in 12 leads is "
+            "found when its energy is ≥ 0.500.") in section

@@ -172,39 +172,62 @@ def _design(c: dict[str, Any]) -> str:
 
 def detection_sentence(src: Source) -> str:
     """One sentence from the detection table (``benchmarks/results/token_detection.json``):
-    per number of leads the event is seen in, the smallest energy from which it is found."""
+    per number of leads the event is seen in, the smallest energy from which the shipped
+    fused recipe finds it; a second for the smaller recipe of docs/tokens.md where it ran."""
     if not src.ok:
         return (f"How strong an event must be to be found: the detection table ({src.path}) "
                 "has not been run (python benchmarks/token_detection.py).")
-    rows = [r for r in get(src.data, "rows") or [] if isinstance(r, dict)
-            and num(r, "ecg_tokens") == DETECTION_TOKENS
-            and r.get("recipe", "shipped") == "shipped"]      # the shipped fused recipe's
+    every = [r for r in get(src.data, "rows") or [] if isinstance(r, dict)
+             and num(r, "ecg_tokens") == DETECTION_TOKENS]
+    rows = [r for r in every if r.get("recipe", "shipped") == "shipped"]
     if not rows:
         return (f"How strong an event must be to be found: {src.path} has no row at "
                 f"{DETECTION_TOKENS} tokens.")
     train = min(num(r, "train_subjects") or 0 for r in rows)
-    rows = [r for r in rows if num(r, "train_subjects") == train]
     key = next((str(r["energy_key"]) for r in rows if r.get("energy_key")), "")
-    parts = []
-    for leads in sorted({int(num(r, "event_leads") or 0) for r in rows}, reverse=True):
-        cells = sorted((num(r, "energy") or 0.0, num(r, "found_share") or 0.0) for r in rows
-                       if num(r, "event_leads") == leads)
-        found = [e for i, (e, _) in enumerate(cells)
-                 if all(share >= FOUND_SHARE for _, share in cells[i:])]
-        seen = f"seen in {leads} lead{'s' if leads != 1 else ''}"
-        first = not parts
-        head = f"an event {seen} is found" if first else f"one {seen}"
-        if found:
-            energy = f"its energy ({key}) is" if first and key else "its energy is" if first \
-                else ""
-            parts.append(f"{head} when {energy} ≥ {fmt.number(found[0])}".replace("  ", " "))
-        else:
-            parts.append(f"{head} at none of the energies tried (up to "
-                         f"{fmt.number(cells[-1][0])})")
     hardware = get(src.data, "hardware")
     hardware = get(hardware, "cpu") if isinstance(hardware, dict) else hardware
     where = f", measured on {hardware}" if hardware else ""
-    return (f"At {DETECTION_TOKENS} tokens, with {fmt.integer(train)} train subjects, "
-            f"{', '.join(parts)}; below that, expect no gain over pooled (found: the head "
-            f"validation chose puts ≥ {fmt.number(FOUND)} on the event in at least "
-            f"{FOUND_SHARE:.0%} of seeds; {src.path}{where}).")
+    out = (f"At {DETECTION_TOKENS} tokens, with {fmt.integer(train)} train subjects, "
+           f"{_found_from(rows, train, key)}; below that, expect no gain over pooled (found: "
+           f"the head validation chose puts ≥ {fmt.number(FOUND)} on the event in at least "
+           f"{FOUND_SHARE:.0%} of seeds; {src.path}{where}).")
+    small = [r for r in every if r.get("recipe") == "candidate"
+             and num(r, "train_subjects") == train]
+    if small:
+        f = small[0].get("fused") or {}
+        recipe = ", ".join(f"{k} {f[k]}" for k in ("fusion_dim", "heads", "hidden", "epochs")
+                           if k in f)
+        out += (f" With the smaller fused recipe of docs/tokens.md"
+                f"{f' ({recipe})' if recipe else ''}, {_found_from(small, train, '')}.")
+    return out
+
+
+def _found_from(rows: list[dict], train: float, key: str) -> str:
+    """Per number of leads, the smallest energy from which the event is found at ``train``."""
+    rows = [r for r in rows if num(r, "train_subjects") == train]
+    parts: list[str] = []
+    for leads in sorted({int(num(r, "event_leads") or 0) for r in rows}, reverse=True):
+        cells = sorted((num(r, "energy") or 0.0, num(r, "found_share") or 0.0,
+                        num(r, "energy_ratio")) for r in rows
+                       if num(r, "event_leads") == leads)
+        found = [(e, ratio) for i, (e, _, ratio) in enumerate(cells)
+                 if all(share >= FOUND_SHARE for _, share, _ in cells[i:])]
+        seen = f"seen in {leads} lead{'s' if leads != 1 else ''}"
+        first = not parts
+        head = f"an event {seen} is found" if first else f"one {seen}"
+        if found and found[0][1] is not None:        # the energy over one token's noise
+            e, ratio = found[0]
+            tail = f" one token's noise ({key} {fmt.number(e)})" if first and key else ""
+            parts.append(f"{head} when {'its energy is ' if first else ''}≥ "
+                         f"{fmt.number(ratio)}x{tail}")
+        elif found:
+            energy = f"its energy ({key}) is" if first and key else "its energy is" if first \
+                else ""
+            parts.append(f"{head} when {energy} ≥ {fmt.number(found[0][0])}"
+                         .replace("  ", " "))
+        else:
+            parts.append(f"{head} at none of the energies tried (up to "
+                         f"{fmt.number(cells[-1][2] or cells[-1][0])}"
+                         f"{'x' if cells[-1][2] is not None else ''})")
+    return ", ".join(parts)
