@@ -5,8 +5,10 @@ Done here for real on a scratch copy of the package: ``fifth_probe.py`` becomes 
 ``echo_linear.py``, its name is appended to ``PROBES``, and the files that differ from the
 original are counted. A fresh process on the copy then sees the probe everywhere the
 registry reaches: the spec, ``TrainConfig``'s ``train.echo_linear`` block (parsed and
-range-checked like the others), the ``train.probes`` check, and the textbook module; and
-importing all that loads no torch until the module is built."""
+range-checked like the others), the ``train.probes`` check, and the textbook module;
+importing all that loads no torch until the module is built. The copy then trains the probe
+through :func:`rightsize.probes.run.train_and_evaluate` (saved, evaluated) and the probe
+passes :func:`rightsize.probes.checks.check_probe`."""
 
 from __future__ import annotations
 
@@ -42,9 +44,28 @@ except ParamsError as e:
     bad = str(e)
 torch_before = "torch" in sys.modules
 model = spec("echo_linear").model()(echo_dim=8, ecg_dim=4)
+
+# trained from the copy through the library call of `rightsize train`, then checked
+from rightsize.cohort.build import build_manifest
+from rightsize.cohort.config import CohortConfig, SplitsConfig
+from rightsize.output_set import OutputSet
+from rightsize.probes.checks import check_probe
+from rightsize.probes.engine.config import EvaluateConfig
+from rightsize.probes.run import RunFiles, train_and_evaluate
+
+build_manifest(CohortConfig(n_subjects=120, splits=SplitsConfig(80, 16, 24), echo_dim=16,
+                            ecg_dim=12, max_clips=3, row_group_size=32), "manifest.parquet")
+small = parse(TrainConfig, {"seeds": 2, "threads": 1, "batch_size": 32, "lr": 0.003,
+                            "pca_rank": 8, "echo_linear": {"epochs": 3}}, "train")
+with OutputSet(anchor="model") as outputs:
+    run = train_and_evaluate("echo_linear", "manifest.parquet", small, "cpu", outputs,
+                             RunFiles("model"), EvaluateConfig(n_bootstrap=50), evaluate=True)
+check_probe(spec("echo_linear"))
 print(json.dumps({"package": rightsize.__file__, "probes": list(PROBES),
                   "epochs": cfg.echo_linear.epochs, "bad": bad, "torch_before": torch_before,
-                  "params": sum(p.numel() for p in model.parameters())}))
+                  "params": sum(p.numel() for p in model.parameters()),
+                  "trained": run.train["probe"], "trained_params": run.train["params"],
+                  "replicas": len(run.fits), "test_mae": run.eval["test"]["mae"]}))
 """
 
 
@@ -80,3 +101,8 @@ def test_a_fifth_probe_is_two_files_and_reaches_the_whole_registry(tmp_path):
     assert got["bad"].startswith("train.echo_linear.epochs")
     assert got["torch_before"] is False
     assert got["params"] == 8 + 1
+    # trained from the copy (train_and_evaluate), saved, evaluated, and check_probe passed
+    assert got["trained"] == "echo_linear" and got["replicas"] == 2
+    assert got["trained_params"] == 16 + 1 and 0 < got["test_mae"] < 100
+    sidecar = json.loads((tmp_path / "model" / "checkpoint.json").read_text())
+    assert sidecar["arch"]["probe"] == "echo_linear"
