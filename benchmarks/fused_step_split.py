@@ -40,7 +40,7 @@ def measure(manifest: str, fusion_dim: int, epochs: int) -> dict[str, Any]:
     """Per-step seconds of forward+backward, optimizer, and products by shape."""
     import torch
 
-    import rightsize.probes.accel.fused_step as step_mod
+    import rightsize.probes.models.fused.step as step_mod
     from probe_profile import _config
     from rightsize.cohort.load import load_arrays
     from rightsize.probes.accel.adamw import AdamW

@@ -106,11 +106,11 @@ def _predict(model: Any, loader: Any) -> np.ndarray:
 
 
 def _numpy_echo_init(probe: Any, moments: Any, cfg: Any) -> None:
-    """The engine's echo probe is numpy (:mod:`rightsize.probes.accel.echo_numpy`): start the
+    """The engine's echo probe is numpy (:mod:`rightsize.probes.models.echo.numpy_model`): start the
     torch module from the same initial weights it draws for ``cfg.seed``."""
     import torch
 
-    from rightsize.probes.accel.echo_numpy import init_probe
+    from rightsize.probes.models.echo.numpy_model import init_probe
 
     init = init_probe(moments, cfg.seed)[0]
     with torch.no_grad():

@@ -12,7 +12,7 @@ Three counts per probe and fit, every clip slot (padding included) counted:
   once per batch (projection weights composed with the PCA lift, null-token keys and
   values), so its per-row cost depends on the batch size: every count is taken at the
   batch sizes a fit really uses (full batches and the last, shorter one). The engine
-  trains the echo probe in numpy (:mod:`rightsize.probes.accel.echo_numpy`), which no torch
+  trains the echo probe in numpy (:mod:`rightsize.probes.models.echo.numpy_model`), which no torch
   counter sees: its count is taken on its textbook torch module :class:`EchoAttnProbe`
   (autograd's step in place of the numpy hand-written one).
 * **baseline, executed**: the probe's textbook module (the same parameters, its textbook
@@ -123,9 +123,9 @@ def _train_step(model: Any, inputs: dict[str, Any], encoded: bool) -> float:
 def _ours_step(model: Any) -> Any:
     """The engine's training step for ``model``: the fused probe's hand-written step, else
     autograd of the textbook forward (what the concat accelerator runs per replica)."""
-    from rightsize.probes.accel.fused_step import fused_loss_backward
     from rightsize.probes.engine.torch_replicas import autograd_loss_backward
     from rightsize.probes.models.fused import CrossAttnFusedProbe
+    from rightsize.probes.models.fused.step import fused_loss_backward
 
     return fused_loss_backward if isinstance(model, CrossAttnFusedProbe) \
         else autograd_loss_backward
@@ -133,8 +133,8 @@ def _ours_step(model: Any) -> Any:
 
 def _ours_forward(model: Any) -> Any:
     """The engine's inference forward for ``model`` (an accelerator's, else the textbook)."""
-    from rightsize.probes.accel.fused_coords import fast_forward
     from rightsize.probes.models.fused import CrossAttnFusedProbe
+    from rightsize.probes.models.fused.coords import fast_forward
 
     if isinstance(model, CrossAttnFusedProbe):
         return lambda **b: fast_forward(model, **b)

@@ -116,13 +116,13 @@ def import_heavy() -> None:
     import torch.utils.data  # noqa: F401
 
     import rightsize.probes.accel.adamw  # noqa: F401
-    import rightsize.probes.accel.concat_stacked  # noqa: F401
-    import rightsize.probes.accel.echo_numpy  # noqa: F401
-    import rightsize.probes.accel.fused_step  # noqa: F401
     import rightsize.probes.models.concat  # noqa: F401
+    import rightsize.probes.models.concat.stacked  # noqa: F401
     import rightsize.probes.models.ecg  # noqa: F401
     import rightsize.probes.models.echo  # noqa: F401
+    import rightsize.probes.models.echo.numpy_model  # noqa: F401
     import rightsize.probes.models.fused  # noqa: F401
+    import rightsize.probes.models.fused.step  # noqa: F401
 
     # Constructing the first torch.optim optimizer imports torch._dynamo (~1 s, hundreds of
     # modules); the baseline's AdamW would otherwise pay that import inside its timer.

@@ -35,7 +35,7 @@ TARGETS: tuple[tuple[str, str, str], ...] = (
     ("rightsize.cohort.arrays", "load_columns", "manifest load"),
     ("rightsize.probes.engine.data", "Moments.fit", "input moments + PCA"),
     ("rightsize.probes.engine.estimator", "build_module", "model build"),
-    ("rightsize.probes.accel.echo_numpy", "init_probe", "model build"),
+    ("rightsize.probes.models.echo.numpy_model", "init_probe", "model build"),
     ("rightsize.probes.engine.estimator", "Estimator.fit", "training"),
     ("rightsize.probes.evaluation.evaluate", "evaluate_probe", "evaluation"),
     ("rightsize.probes.evaluation.missing", "missing_modality", "missing-modality"),

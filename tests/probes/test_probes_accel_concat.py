@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from rightsize.probes.accel.concat_stacked import concat_forward, join_params, split_params
+from rightsize.probes.models.concat.stacked import concat_forward, join_params, split_params
 from rightsize.probes.models.featurenorm import masked_mean
 
 from .probe_fixtures import makers, probe_inputs, randomized

@@ -14,7 +14,10 @@ import pytest
 import torch
 
 from rightsize.errors import DataError
-from rightsize.probes.accel.echo_numpy import (
+from rightsize.probes.engine.data import Moments, SplitData, split_data
+from rightsize.probes.engine.estimator import Estimator
+from rightsize.probes.models.echo import EchoAttnProbe
+from rightsize.probes.models.echo.numpy_model import (
     PARAMS,
     AdamWMoments,
     AttentiveEchoProbe,
@@ -22,9 +25,6 @@ from rightsize.probes.accel.echo_numpy import (
     init_probe,
     loss_and_grads,
 )
-from rightsize.probes.engine.data import Moments, SplitData, split_data
-from rightsize.probes.engine.estimator import Estimator
-from rightsize.probes.models.echo import EchoAttnProbe
 
 from .probe_fixtures import DE, DG, small_train_config
 from .probe_fixtures import probe_inputs as _inputs

@@ -12,14 +12,14 @@ from __future__ import annotations
 import pytest
 import torch
 
-from rightsize.probes.accel.fused_coords import (
+from rightsize.probes.models.featurenorm import masked_mean
+from rightsize.probes.models.fused.coords import (
     coords_loss_backward,
     fuse_encoded,
     mix_two_keys,
     project,
 )
-from rightsize.probes.accel.fused_step import fused_loss_backward, manual_step_applies
-from rightsize.probes.models.featurenorm import masked_mean
+from rightsize.probes.models.fused.step import fused_loss_backward, manual_step_applies
 
 from .probe_fixtures import makers, probe_inputs, randomized
 
@@ -145,7 +145,7 @@ NOT_IN_THE_STEP = {"epochs", "modality_dropout"}   # the loop's and the batch's,
 
 
 def test_the_claimed_grid_varies_every_key_the_pooled_accelerator_handles():
-    from rightsize.probes.accel.fused_step import POOLED
+    from rightsize.probes.models.fused.step import POOLED
 
     assert POOLED.handles - NOT_IN_THE_STEP == {"fusion_dim", "heads", "hidden", "dropout"}
     assert all(len({row[i] for row in CLAIMED}) > 1 for i in range(4))

@@ -13,8 +13,8 @@ from torch.profiler import ProfilerActivity, profile
 
 from rightsize.probes import accel
 from rightsize.probes.accel import gemm
-from rightsize.probes.accel.fused_step import fused_loss_backward, manual_step_applies
 from rightsize.probes.models.fused import CrossAttnFusedProbe
+from rightsize.probes.models.fused.step import fused_loss_backward, manual_step_applies
 
 needs_onednn = pytest.mark.skipif(not gemm.onednn_enabled(),
                                   reason="this torch build has no oneDNN fp32 linear")

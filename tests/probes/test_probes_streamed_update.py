@@ -2,7 +2,7 @@
 
 ``fused_loss_backward(model, batch, y, update)`` calls ``update(param, grad)`` once per
 weight matrix, at the point where the rest of the pass no longer reads that weight, and
-leaves the other gradients in ``.grad`` (:mod:`rightsize.probes.accel.fused_step`); the
+leaves the other gradients in ``.grad`` (:mod:`rightsize.probes.models.fused.step`); the
 training loop passes ``AdamW.update`` and then calls ``step()`` for the rest. Held here:
 each weight is handed over exactly once with the gradient ``.grad`` would hold, and the rest are in
 ``.grad``; a weight poisoned the moment it is handed over leaves the rest of the pass
@@ -16,12 +16,12 @@ import pytest
 import torch
 
 from rightsize.probes.accel.adamw import AdamW
-from rightsize.probes.accel.fused_step import (
+from rightsize.probes.models.fused import CrossAttnFusedProbe
+from rightsize.probes.models.fused.step import (
     HANDED_OVER,
     fused_loss_backward,
     manual_step_applies,
 )
-from rightsize.probes.models.fused import CrossAttnFusedProbe
 
 from .probe_fixtures import makers, probe_inputs, randomized
 

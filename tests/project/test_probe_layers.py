@@ -25,17 +25,7 @@ LAYERS = (
 RANK = {name: i for i, (name, _) in enumerate(LAYERS)}
 
 # Upward arrows kept on purpose (module -> module it imports), each with its reason.
-ACC = "a probe's own accelerator still in accel/ (to move to its home)"
-EXCEPTIONS: dict[tuple[str, str], str] = {
-    (f"{P}.accel.concat_stacked", f"{P}.engine.torch_model"): ACC,
-    (f"{P}.accel.concat_stacked", f"{P}.engine.torch_replicas"): ACC,
-    (f"{P}.accel.concat_stacked", f"{P}.models.featurenorm"): ACC,
-    (f"{P}.accel.echo_numpy", f"{P}.engine.data"): ACC,
-    (f"{P}.accel.echo_numpy", f"{P}.engine.npzfile"): ACC,
-    (f"{P}.accel.fused_coords", f"{P}.engine.torch_replicas"): ACC,
-    (f"{P}.accel.fused_coords", f"{P}.models.featurenorm"): ACC,
-    (f"{P}.accel.fused_step", f"{P}.engine.torch_replicas"): ACC,
-}
+EXCEPTIONS: dict[tuple[str, str], str] = {}   # none: each probe's accelerator is in its home
 
 
 def layer(module: str) -> str | None:

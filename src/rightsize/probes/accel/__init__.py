@@ -5,9 +5,9 @@ loop (:mod:`rightsize.probes.engine.loop`) with autograd. An accelerator compute
 function faster for a special case, says when it applies, is chosen automatically, and is
 switched off with ``train.accelerate: false`` (:func:`use`). Two kinds:
 
-* **probe accelerators** (:class:`Accelerator`), declared per probe in its spec
-  (:mod:`rightsize.probes.registry`) and chosen by :func:`select`: a replica trainer
-  (``trainer``) and, for a torch probe, an inference forward (``forward``);
+* **probe accelerators** (:class:`Accelerator`), each in its probe's home
+  (``rightsize.probes.models.<probe>``), declared in its spec and chosen by :func:`select`:
+  a replica trainer (``trainer``) and, for a torch probe, an inference forward (``forward``);
 * **kernel accelerators**, used by the textbook code and the probe accelerators alike:
   oneDNN routing of fp32 products (:mod:`.gemm`), torch's fused AdamW kernel (:mod:`.adamw`)
   and aten's GELU / layer-norm backward kernels (:mod:`.handgrad`). Each calls a private

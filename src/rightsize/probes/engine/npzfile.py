@@ -1,8 +1,8 @@
 """A numpy probe's weights: a frozen dataclass of arrays as ``weights.npz`` (no pickle).
 
 The ECG probe (:class:`~rightsize.probes.models.ecg.LinearEcgProbe`) and the echo probe
-(:class:`~rightsize.probes.accel.echo_numpy.AttentiveEchoProbe`) save every field under its own
-name, written atomically, and read back with ``allow_pickle=False``. The archive is written
+(:class:`~rightsize.probes.models.echo.numpy_model.AttentiveEchoProbe`) save every field under
+its own name, written atomically, and read back with ``allow_pickle=False``. The archive is written
 byte-reproducibly: ``np.savez`` stamps each member with the current time, so here each is an
 ``.npy`` member (``np.lib.format``) with a fixed date, stored uncompressed, in field order:
 the same arrays give the same bytes (and the same DVC hash).

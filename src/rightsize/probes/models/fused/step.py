@@ -34,12 +34,6 @@ from typing import Any
 import torch
 
 from rightsize.probes.accel import Accelerator
-from rightsize.probes.accel.fused_coords import (
-    coords_loss_backward,
-    fast_attend,
-    fast_forward,
-    per_batch_cheaper,
-)
 from rightsize.probes.accel.gemm import linear, mm, routes
 from rightsize.probes.accel.handgrad import (
     gelu_dropout_linear_mse,
@@ -48,6 +42,12 @@ from rightsize.probes.accel.handgrad import (
     named_parameters,
 )
 from rightsize.probes.engine.torch_replicas import Batch, ReplicaByReplica, Update, init_modules
+from rightsize.probes.models.fused.coords import (
+    coords_loss_backward,
+    fast_attend,
+    fast_forward,
+    per_batch_cheaper,
+)
 
 # rightsize.probes.models.fused's textbook class, typed by its base: that home declares this
 # module as its accelerator, so importing the class here would make an import circle
@@ -66,7 +66,7 @@ def manual_step_applies(model: CrossAttnFusedProbe, rows: int) -> bool:
     """True when the coordinate form is the cheaper one for a batch of ``rows`` rows.
 
     Needs a PCA basis on both inputs (``pca_rank > 0``) and :func:`per_batch_cheaper` for
-    both, the test :func:`~rightsize.probes.accel.fused_coords.project` applies.
+    both, the test :func:`~rightsize.probes.models.fused.coords.project` applies.
     """
     d = model.echo_proj.out_features
     ranks = (model.norm_echo.rank, model.norm_ecg.rank)
@@ -116,7 +116,7 @@ def fused_loss_backward(model: CrossAttnFusedProbe, batch: Batch, y: torch.Tenso
 
     The hand-written step (:func:`hand_step`) where it applies (:func:`manual_step_applies`:
     PCA on, the batch wide enough), else autograd of the coordinate-form forward
-    (:func:`~rightsize.probes.accel.fused_coords.coords_loss_backward`).
+    (:func:`~rightsize.probes.models.fused.coords.coords_loss_backward`).
     """
     if manual_step_applies(model, y.shape[0]):
         return hand_step(model, **batch, y=y, update=update)

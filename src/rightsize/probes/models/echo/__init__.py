@@ -5,7 +5,7 @@ principal directions (:meth:`EchoAttnProbe.encode`, the fixed part) and reconstr
 embedding space; a learned query scores a learned null token and every present clip; a
 softmax over them pools the tokens; a linear head reads the pooled vector. The probe reads
 no ECG. 3,074 parameters at echo_dim 1024: the accelerator ``echo_numpy``
-(:mod:`rightsize.probes.accel.echo_numpy`) trains and runs it in numpy, without torch;
+(:mod:`rightsize.probes.models.echo.numpy_model`) trains and runs it in numpy, without torch;
 the tests hold it to this forward.
 """
 
@@ -33,12 +33,12 @@ class EchoConfig:
 
 
 def _numpy_model() -> type:
-    from rightsize.probes.accel.echo_numpy import AttentiveEchoProbe
+    from rightsize.probes.models.echo.numpy_model import AttentiveEchoProbe
     return AttentiveEchoProbe
 
 
 def _echo_numpy() -> Accelerator:
-    from rightsize.probes.accel.echo_numpy import ACCELERATOR
+    from rightsize.probes.models.echo.numpy_model import ACCELERATOR
     return ACCELERATOR
 
 

@@ -23,7 +23,7 @@ Two accelerators use it, each for one fusion block (by the rule of
 :func:`rightsize.probes.accel.select`, ``train.fused.layers`` at its default):
 
 * ``fused_pooled`` (``ecg_tokens`` 1): the training step is hand-written
-  (:mod:`rightsize.probes.accel.fused_step`) where PCA is on and the batch is wide enough,
+  (:mod:`rightsize.probes.models.fused.step`) where PCA is on and the batch is wide enough,
   else autograd of :func:`fuse_encoded` (:func:`coords_loss_backward`). Each replica steps in
   turn (:class:`rightsize.probes.engine.torch_replicas.ReplicaByReplica`: a stacked autograd
   version of the fused step measured 60 ms for 5 replicas against 5 x 7.7 ms for the
@@ -56,7 +56,7 @@ def per_batch_cheaper(width: int, rank: int, rows: int, extra: int = 2) -> bool:
     Per output unit: composing the layer with the token basis once per batch costs
     ``width x (rank + extra)`` (``extra`` = bias and null rows) plus ``rows x rank`` to apply
     it, against ``rows x width`` for the layer on full-width rows. The one test behind
-    :func:`project`, the clip-side coordinates and :mod:`rightsize.probes.accel.fused_step`.
+    :func:`project`, the clip-side coordinates and :mod:`rightsize.probes.models.fused.step`.
     """
     return width * (rank + extra) + rows * rank < rows * width
 

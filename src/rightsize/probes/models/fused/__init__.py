@@ -21,7 +21,7 @@ reconstruction, ``W (B c) = (W B) c``):
 Every attention has a learned null token that is always attendable, so a row without
 clips or without an ECG still gets finite weights. The accelerators ``fused_pooled`` (one
 ECG token: each clip attends over two keys ``[null, ECG]``) and ``fused_tokens`` (N tokens)
-compute one block of this forward in PCA coordinates (:mod:`rightsize.probes.accel.fused_coords`);
+compute one block of this forward in PCA coordinates (:mod:`rightsize.probes.models.fused.coords`);
 the tests hold them to this forward.
 """
 
@@ -66,12 +66,12 @@ class FusedConfig:
 
 
 def _fused_pooled() -> Accelerator:
-    from rightsize.probes.accel.fused_step import POOLED
+    from rightsize.probes.models.fused.step import POOLED
     return POOLED
 
 
 def _fused_tokens() -> Accelerator:
-    from rightsize.probes.accel.fused_step import TOKENS
+    from rightsize.probes.models.fused.step import TOKENS
     return TOKENS
 
 

@@ -41,7 +41,7 @@ class ConcatConfig:
 
 
 def _concat_stacked() -> Accelerator:
-    from rightsize.probes.accel.concat_stacked import ACCELERATOR
+    from rightsize.probes.models.concat.stacked import ACCELERATOR
     return ACCELERATOR
 
 
