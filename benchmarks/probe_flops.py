@@ -124,7 +124,7 @@ def _ours_step(model: Any) -> Any:
     """The engine's training step for ``model``: the fused probe's hand-written step, else
     autograd of the textbook forward (what the concat accelerator runs per replica)."""
     from rightsize.probes.engine.torch_replicas import autograd_loss_backward
-    from rightsize.probes.models.fused import CrossAttnFusedProbe
+    from rightsize.probes.models.fused.model import CrossAttnFusedProbe
     from rightsize.probes.models.fused.step import fused_loss_backward
 
     return fused_loss_backward if isinstance(model, CrossAttnFusedProbe) \
@@ -133,8 +133,8 @@ def _ours_step(model: Any) -> Any:
 
 def _ours_forward(model: Any) -> Any:
     """The engine's inference forward for ``model`` (an accelerator's, else the textbook)."""
-    from rightsize.probes.models.fused import CrossAttnFusedProbe
     from rightsize.probes.models.fused.coords import fast_forward
+    from rightsize.probes.models.fused.model import CrossAttnFusedProbe
 
     if isinstance(model, CrossAttnFusedProbe):
         return lambda **b: fast_forward(model, **b)

@@ -141,7 +141,7 @@ def makers(dropout: float = 0.0) -> dict:
     """Builders ``rank -> module`` of the three torch probes at the test dims."""
     from rightsize.probes.models.concat import ConcatMLPProbe
     from rightsize.probes.models.echo import EchoAttnProbe
-    from rightsize.probes.models.fused import CrossAttnFusedProbe
+    from rightsize.probes.models.fused.model import CrossAttnFusedProbe
 
     return {
         "echo": lambda r: EchoAttnProbe(DE, DG, pca_rank=r),

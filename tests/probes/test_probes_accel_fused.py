@@ -149,7 +149,7 @@ def test_the_claimed_grid_varies_every_key_the_pooled_accelerator_handles():
 
     assert POOLED.handles - NOT_IN_THE_STEP == {"fusion_dim", "heads", "hidden", "dropout"}
     assert all(len({row[i] for row in CLAIMED}) > 1 for i in range(4))
-    from rightsize.probes.models.fused import CrossAttnFusedProbe
+    from rightsize.probes.models.fused.model import CrossAttnFusedProbe
 
     from .probe_fixtures import DE, DG
 
@@ -163,7 +163,7 @@ def test_hand_written_step_equals_autograd_at_every_claimed_setting(fusion_dim, 
                                                                     dropout):
     """A sublayer added to the textbook forward (a parameter, or an op) makes the loss or a
     gradient differ here, or leaves a gradient unset: the check fails, naming it."""
-    from rightsize.probes.models.fused import CrossAttnFusedProbe
+    from rightsize.probes.models.fused.model import CrossAttnFusedProbe
 
     from .probe_fixtures import DE, DG
 
@@ -248,7 +248,7 @@ def test_attn_scale_multiplies_the_echo_to_ecg_scores_in_both_forwards(rank, row
     """train.fused.attn_scale: the textbook echo->ECG scores times the factor (torch's
     multi-head attention on queries scaled by it), and fused_tokens' forward, weights and
     every gradient equal to autograd of that textbook forward (N = 3 tokens)."""
-    from rightsize.probes.models.fused import CrossAttnFusedProbe
+    from rightsize.probes.models.fused.model import CrossAttnFusedProbe
 
     from .probe_fixtures import DE, DG
 

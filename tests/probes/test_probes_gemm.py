@@ -13,7 +13,7 @@ from torch.profiler import ProfilerActivity, profile
 
 from rightsize.probes import accel
 from rightsize.probes.accel import gemm
-from rightsize.probes.models.fused import CrossAttnFusedProbe
+from rightsize.probes.models.fused.model import CrossAttnFusedProbe
 from rightsize.probes.models.fused.step import fused_loss_backward, manual_step_applies
 
 needs_onednn = pytest.mark.skipif(not gemm.onednn_enabled(),

@@ -10,7 +10,7 @@ from rightsize.probes.engine.build import build_module
 from rightsize.probes.engine.torch_model import count_params
 from rightsize.probes.models.concat import ConcatMLPProbe
 from rightsize.probes.models.echo import EchoAttnProbe
-from rightsize.probes.models.fused import CrossAttnFusedProbe
+from rightsize.probes.models.fused.model import CrossAttnFusedProbe
 
 
 def _batch(b=6, c=5, de=16, dg=12, seed=0):

@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from rightsize.probes.accel.adamw import AdamW
-from rightsize.probes.models.fused import CrossAttnFusedProbe
+from rightsize.probes.models.fused.model import CrossAttnFusedProbe
 from rightsize.probes.models.fused.step import (
     HANDED_OVER,
     fused_loss_backward,

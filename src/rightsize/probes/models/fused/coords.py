@@ -1,7 +1,7 @@
 """Accelerators ``fused_pooled`` and ``fused_tokens``: the fused probe in PCA coordinates.
 
 :func:`fuse_encoded` computes the function of the textbook forward
-(:meth:`rightsize.probes.models.fused.CrossAttnFusedProbe.attend`, one fusion block) with less
+(:meth:`rightsize.probes.models.fused.model.CrossAttnFusedProbe.attend`, one fusion block) with less
 arithmetic:
 
 * every token is an affine function of its rank-``r`` coordinates (``e = c A^T + a``), so

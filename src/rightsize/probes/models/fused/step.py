@@ -8,8 +8,9 @@ per-head composites (below): about 12 % less time per fit at fusion_dim 256 and 
 1024 on the benchmark machine. The weight-sized products go through
 :mod:`rightsize.probes.accel.gemm` (oneDNN where it applies: a further ~30 % off a
 fusion_dim-1024 step there). The tests hold the loss and every gradient to autograd of the
-textbook forward (:meth:`rightsize.probes.models.fused.CrossAttnFusedProbe.attend`) in float64,
-dropout on, and the fp32 oneDNN step to the same step without it.
+textbook forward
+(:meth:`rightsize.probes.models.fused.model.CrossAttnFusedProbe.attend`) in float64, dropout
+on, and the fp32 oneDNN step to the same step without it.
 
 Notation (one batch): ``b`` rows, ``c`` clips, ``r`` ranks, ``d`` fusion_dim, ``H`` heads.
 Every token is affine in its coordinates: clip ``e = c_e A_e^T + beta_e``, ECG
