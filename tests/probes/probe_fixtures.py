@@ -139,8 +139,8 @@ def randomized(make, rank: int, seed: int = 0):
 
 def makers(dropout: float = 0.0) -> dict:
     """Builders ``rank -> module`` of the three torch probes at the test dims."""
-    from rightsize.probes.models.concat import ConcatMLPProbe
-    from rightsize.probes.models.echo import EchoAttnProbe
+    from rightsize.probes.models.concat.model import ConcatMLPProbe
+    from rightsize.probes.models.echo.model import EchoAttnProbe
     from rightsize.probes.models.fused.model import CrossAttnFusedProbe
 
     return {

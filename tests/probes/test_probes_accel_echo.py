@@ -1,7 +1,7 @@
 """Accelerator ``echo_numpy`` equals the echo probe's textbook forward: forward, gradients,
 optimizer, fit.
 
-The oracle is torch: the textbook :class:`rightsize.probes.models.echo.EchoAttnProbe` with its
+The oracle is torch: the textbook :class:`rightsize.probes.models.echo.model.EchoAttnProbe` with its
 parameters copied into :class:`AttentiveEchoProbe`, in float64 (predictions and the loss to
 1e-12, gradients to autograd of the textbook forward; the probe has no dropout), and
 ``torch.optim.AdamW`` for the update rule (float32).
@@ -16,7 +16,7 @@ import torch
 from rightsize.errors import DataError
 from rightsize.probes.engine.data import Moments, SplitData, split_data
 from rightsize.probes.engine.estimator import Estimator
-from rightsize.probes.models.echo import EchoAttnProbe
+from rightsize.probes.models.echo.model import EchoAttnProbe
 from rightsize.probes.models.echo.numpy_model import (
     PARAMS,
     AdamWMoments,

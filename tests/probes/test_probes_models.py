@@ -8,8 +8,8 @@ import torch
 
 from rightsize.probes.engine.build import build_module
 from rightsize.probes.engine.torch_model import count_params
-from rightsize.probes.models.concat import ConcatMLPProbe
-from rightsize.probes.models.echo import EchoAttnProbe
+from rightsize.probes.models.concat.model import ConcatMLPProbe
+from rightsize.probes.models.echo.model import EchoAttnProbe
 from rightsize.probes.models.fused.model import CrossAttnFusedProbe
 
 

@@ -1,21 +1,23 @@
 """The ``echo`` probe: attentive pooling over echo clips and a linear head.
 
 The textbook forward: the clips are normalized and projected on the train split's
-principal directions (:meth:`EchoAttnProbe.encode`, the fixed part) and reconstructed in
+principal directions (:meth:`.model.EchoAttnProbe.encode`, the fixed part) and reconstructed in
 embedding space; a learned query scores a learned null token and every present clip; a
 softmax over them pools the tokens; a linear head reads the pooled vector. The probe reads
 no ECG. 3,074 parameters at echo_dim 1024: the accelerator ``echo_numpy``
 (:mod:`rightsize.probes.models.echo.numpy_model`) trains and runs it in numpy, without torch;
 the tests hold it to this forward.
+
+This home (config, spec) imports without torch; the textbook torch class is in
+:mod:`rightsize.probes.models.echo.model`.
 """
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from rightsize.probes.spec import ProbeSpec, check_epochs, module_names
+from rightsize.probes.spec import ProbeSpec, check_epochs
 
 if TYPE_CHECKING:
     from rightsize.probes.accel import Accelerator
@@ -42,63 +44,11 @@ def _echo_numpy() -> Accelerator:
     return ACCELERATOR
 
 
-SPEC = ProbeSpec("echo", EchoConfig, model=lambda: textbook()["EchoAttnProbe"],
+def _model() -> type:
+    from rightsize.probes.models.echo.model import EchoAttnProbe
+    return EchoAttnProbe
+
+
+SPEC = ProbeSpec("echo", EchoConfig, model=_model,
                  numpy_model=_numpy_model, accelerators=(_echo_numpy,), uses_ecg=False,
                  ecg_pooling="none")
-
-@functools.cache
-def textbook() -> dict[str, type]:
-    """The textbook torch classes, defined (and torch imported) on first use, so that
-    importing this home (its config and spec) never loads torch."""
-    import torch
-    from torch import nn
-
-    from rightsize.probes.engine.data import Moments
-    from rightsize.probes.models.featurenorm import FeatureNorm
-
-    Batch = dict[str, torch.Tensor]
-
-    class EchoAttnProbe(nn.Module):
-        """Attentive pooling over echo clips (learned query, masked softmax) + linear head."""
-
-        def __init__(self, echo_dim: int, ecg_dim: int, pca_rank: int = 0) -> None:
-            super().__init__()
-            self.norm_echo = FeatureNorm(echo_dim, pca_rank)
-            self.query = nn.Linear(echo_dim, 1)             # score_j = q . x_j + b
-            self.null = nn.Parameter(torch.zeros(1, 1, echo_dim))
-            self.head = nn.Linear(echo_dim, 1)
-
-        def set_moments(self, m: Moments) -> None:
-            """Load train-split input moments."""
-            self.norm_echo.set_moments(m.echo_mean, m.echo_sd, m.echo_basis)
-
-        def encode(self, echo: torch.Tensor, clip_mask: torch.Tensor, ecg: torch.Tensor,
-                   has_ecg: torch.Tensor) -> Batch:
-            """Clip coordinates (B, c, r); the ECG is not used (an empty (B, 0) tensor)."""
-            return {"echo": self.norm_echo.coords(echo, clip_mask), "clip_mask": clip_mask,
-                    "ecg": ecg.new_zeros(ecg.shape[0], 0), "has_ecg": has_ecg}
-
-        def forward(self, echo: torch.Tensor, clip_mask: torch.Tensor, ecg: torch.Tensor,
-                    has_ecg: torch.Tensor) -> torch.Tensor:
-            """(B,) standardized LVEF from raw embeddings."""
-            return self.forward_encoded(**self.encode(echo, clip_mask, ecg, has_ecg))
-
-        def forward_encoded(self, echo: torch.Tensor, clip_mask: torch.Tensor, ecg: torch.Tensor,
-                            has_ecg: torch.Tensor) -> torch.Tensor:
-            """(B,) standardized LVEF from :meth:`encode`'s output."""
-            b = echo.shape[0]
-            clips = self.norm_echo.expand(echo * clip_mask.unsqueeze(-1).to(echo.dtype))
-            tokens = torch.cat([self.null.expand(b, 1, -1), clips], dim=1)     # (B, 1+c, D)
-            valid = torch.cat([torch.ones_like(clip_mask[:, :1]), clip_mask], dim=1)
-            scores = self.query(tokens).squeeze(-1).masked_fill(~valid, float("-inf"))
-            pooled = (scores.softmax(dim=1).unsqueeze(-1) * tokens).sum(dim=1)    # (B, D)
-            return self.head(pooled).squeeze(-1)
-
-    return module_names({"EchoAttnProbe": EchoAttnProbe})
-
-
-def __getattr__(name: str) -> Any:
-    """The textbook classes (EchoAttnProbe) as module attributes, built on first use."""
-    if name in ("EchoAttnProbe",):
-        return textbook()[name]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,7 +1,7 @@
 """Accelerator ``echo_numpy``: the ``echo`` probe trained and run in numpy, without torch.
 
-The model is the textbook :class:`rightsize.probes.models.echo.EchoAttnProbe` (the tests hold this
-module's predictions and gradients to autograd of that torch module's forward): clip
+The model is the textbook :class:`rightsize.probes.models.echo.model.EchoAttnProbe` (the tests
+hold this module's predictions and gradients to autograd of that torch module's forward): clip
 embeddings are standardized with train-split moments and projected on the top-``pca_rank`` principal
 directions; a learned query scores a learned null token and every present clip, a softmax
 over them pools the clip coordinates, and a linear head reads the pooled vector (and the
