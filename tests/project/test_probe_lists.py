@@ -45,5 +45,5 @@ def test_the_ground_names_are_the_registered_specs_in_order():
 
 def test_the_docs_name_every_registered_probe():
     text = (REPO / "docs" / "probes.md").read_text(encoding="utf-8")
-    rows = re.findall(r"^\| `(\w+)` \| `models/\w+\.py` \|", text, re.M)
+    rows = re.findall(r"^\| `(\w+)` \| `models/\w+(?:\.py|/)` \|", text, re.M)   # file or folder
     assert rows == list(PROBES), rows

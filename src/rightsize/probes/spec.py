@@ -56,7 +56,7 @@ def check_dropout(p: float, key: str, hi: float = 1.0) -> None:
 
 
 def module_names(classes: dict[str, type]) -> dict[str, type]:
-    """``classes`` (a home's textbook classes, defined inside its ``textbook()``), each
+    """``classes`` (a one-file home's textbook classes, defined inside a function), each
     renamed as if defined at the home's top level (reprs, error messages)."""
     for name, cls in classes.items():
         cls.__qualname__ = name
