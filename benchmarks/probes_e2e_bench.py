@@ -35,6 +35,7 @@ import argparse
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -78,8 +79,8 @@ def probe_commands(dvc_yaml: Path, params: dict[str, Any]) -> list[tuple[str, st
             cmd = re.sub(r"\$\{\s*([\w.]+)\s*\}",
                          lambda m, local=local: str(local.get(m.group(1))
                                                     or _lookup(params, m.group(1))), cmd)
-            argv = cmd.split()
-            out.append((stage, argv[2], " ".join(argv)))
+            argv = shlex.split(cmd)            # dvc.yaml quotes substituted values
+            out.append((stage, argv[2], " ".join(cmd.split())))
     return out
 
 
