@@ -6,8 +6,9 @@ on the synthetic cohort at 4,104 subjects (2,816 / 445 / 843), ``token_cost.epoc
 --tokens N`` process, as the ``token_cost_case@N`` stage runs it, at N = 1 and 93 in
 alternating order (``--rounds`` pairs). Per case the train + evaluate seconds, build seconds
 and peak RSS; per round the ratio N / 1 (the speed goal at 93: at most 3x). With
-``--shipped`` the shipped params instead (default cohort, ``ecg_events`` 16, the shipped
-``train.fused``), still measured whole: the recipe that finds the planted event.
+``--shipped`` the shipped params instead (default cohort and events, the shipped
+``train.fused``: its pooled recipe at N = 1, ``train.fused.tokens`` at N > 1), still measured
+whole: what a token-level run costs against a pooled one.
 
     python benchmarks/token_cost_recipe.py --rounds 2
     python benchmarks/token_cost_recipe.py --shipped --rounds 3 --tokens 93 186 \\
@@ -27,9 +28,10 @@ from pathlib import Path
 import yaml
 
 HERE = Path(__file__).parent
+_R = {"fusion_dim": 32, "heads": 1, "hidden": 64, "epochs": 80}
 RECIPE = {"cohort": {"n_subjects": 4104, "splits": {"train": 2816, "val": 445, "test": 843},
                      "ecg_events": 0},                  # the one-token event it was made for
-          "train": {"fused": {"fusion_dim": 32, "heads": 1, "hidden": 64, "epochs": 80}},
+          "train": {"fused": {**_R, "tokens": _R}},       # pooled and token-level alike
           "token_cost": {"epochs_timed": 0}}
 
 

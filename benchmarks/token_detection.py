@@ -3,7 +3,8 @@
 For each grid cell (ECG tokens, the leads the event is seen in, its energy, train subjects,
 cohort seed) the synthetic cohort is generated in memory at HuBERT-ECG's token layout with
 ``cohort.ecg_event_energy: split`` (docs/tokens.md), and three things are trained on it with
-the shipped ``train`` block of ``params.yaml`` (``--params``), ``train.threads`` 1:
+the shipped ``train`` block of ``params.yaml`` (``--params``; the fused probe trains its
+``train.fused.tokens`` recipe at N > 1 tokens), ``train.threads`` 1:
 
 * the fused probe, ``--seeds`` replicas: its **validation-chosen head**'s weight on the planted
   event, read on the test split (:func:`rightsize.probes.evaluation.planted.val_chosen_head`);
@@ -36,6 +37,7 @@ import argparse
 import json
 import platform
 import time
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -109,11 +111,13 @@ def run_cell(cell: dict[str, Any], params: dict[str, Any], seeds: int, learner_s
     t1 = time.time()
     concat = Estimator("concat", cfg).fit(tr, va, list(range(seeds)))
     t2 = time.time()
+    block = {k: v for k, v in asdict(cfg.fused.for_ecg_tokens(cell["tokens"])).items()
+             if k != "tokens"}                   # the fused block that trained, resolved
     scored = tm[tm.any(axis=1)]                  # test rows with a planted event (an ECG)
     null = float(scored.sum(axis=1).mean()) / cell["tokens"]
     for k, (f, c) in enumerate(zip(fused, concat, strict=True)):
         head = val_chosen_head(f.probe, va, vm, te, tm)
-        rows.append({**cell, "kind": "probes", "seed": k, "fused": params["train"]["fused"],
+        rows.append({**cell, "kind": "probes", "seed": k, "fused": block,
                      "best_head_val": head.test_weight,
                      "best_head_val_on_val": head.val_weight, "fused_mae": f.probe.mae(te),
                      "concat_mae": c.probe.mae(te), "fused_best_epoch": f.best_epoch,
@@ -148,7 +152,7 @@ def grid(a: argparse.Namespace) -> list[dict[str, Any]]:
 
 
 def _key(cell: dict[str, Any]) -> tuple:
-    return (cell.get("recipe", "shipped"), cell["tokens"], cell["train"], cell["leads"],
+    return (cell.get("recipe", "tokens"), cell["tokens"], cell["train"], cell["leads"],
             float(cell["gain"]), cell["cohort_seed"])
 
 
@@ -205,9 +209,10 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=3, help="fused/concat replicas per cell")
     ap.add_argument("--learner-seeds", type=int, default=2)
     ap.add_argument("--learner-steps", type=int, default=600)
-    ap.add_argument("--recipe", default="shipped",
-                    help="the name of --params' train.fused in the table (a candidate recipe "
-                         "chosen on validation; rows keep the block itself)")
+    ap.add_argument("--recipe", default="tokens",
+                    help="the fused recipe's name in the table: tokens (the shipped "
+                         "train.fused.tokens), pooled (a --params without it: the pooled "
+                         "cohort's block) or a name of your own; rows keep the block")
     ap.add_argument("--log", default=str(RESULTS / "token_detection.jsonl"))
     ap.add_argument("--out", type=Path, default=RESULTS)
     ap.add_argument("--render", action="store_true", help="write the table from the log")

@@ -29,13 +29,13 @@ def summarise(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
     cells: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
     told_of: dict[tuple, list[dict[str, Any]]] = defaultdict(list)   # the cohort's, any recipe
     for r in lines:
-        cells[(r.get("recipe", "shipped"), r["tokens"], r["train"], r["leads"],
+        cells[(r.get("recipe", "tokens"), r["tokens"], r["train"], r["leads"],
                r["gain"])].append(r)
         if r["kind"] == "told_learner":
             told_of[(r["tokens"], r["train"], r["leads"], r["gain"])].append(r)
     rows = []
     for (recipe, tokens, train, leads, gain), rs in sorted(
-            cells.items(), key=lambda kv: (kv[0][0] != "shipped", *kv[0])):
+            cells.items(), key=lambda kv: (kv[0][0] != "tokens", *kv[0])):
         probes = [r for r in rs if r["kind"] == "probes"]
         seeds = {r["cohort_seed"] for r in probes}
         told = [r["weight"] for r in rs if r["kind"] == "told_learner"] or [
@@ -103,14 +103,15 @@ def _recipe(row: dict[str, Any]) -> str:
     """The row's fused recipe in words: its name and the block's differing keys."""
     f = row.get("fused") or {}
     keys = ("fusion_dim", "heads", "hidden", "epochs")
-    return row.get("recipe", "shipped") + (
+    return row.get("recipe", "tokens") + (
         " (" + ", ".join(f"{k} {f[k]}" for k in keys if k in f) + ")" if f else "")
 
 
 def figure(rows: list[dict[str, Any]], hardware: str, path: Path) -> None:
     """Found share and weight on the event against energy at 93 tokens and the smallest train
-    size: one colour per number of leads, the shipped recipe solid, the candidate dashed, the
-    told learner dotted. Rows of one energy only (train sizes, 186 tokens) are in the table."""
+    size: one colour per number of leads, the shipped token recipe solid, the pooled cohort's
+    recipe dashed, the told learner dotted. Rows of one energy only (train sizes, 186 tokens)
+    are in the table."""
     import matplotlib
 
     matplotlib.use("Agg", force=True)
@@ -121,15 +122,14 @@ def figure(rows: list[dict[str, Any]], hardware: str, path: Path) -> None:
     train = min((r["train_subjects"] for r in base), default=0)
     series: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
     for r in base:
-        if r["train_subjects"] == train and r.get("recipe", "shipped") in ("shipped",
-                                                                            "candidate"):
-            series[(r["event_leads"], r.get("recipe", "shipped"))].append(r)
+        if r["train_subjects"] == train and r.get("recipe", "tokens") in ("tokens", "pooled"):
+            series[(r["event_leads"], r.get("recipe", "tokens"))].append(r)
     colours = {1: "tab:blue", 3: "tab:orange", 12: "tab:green"}
     told_done: set[int] = set()
     for (leads, recipe), rs in sorted(series.items()):
         rs = sorted(rs, key=lambda r: r["energy_ratio"])
         x = [r["energy_ratio"] for r in rs]
-        style = "o-" if recipe == "shipped" else "s--"
+        style = "o-" if recipe == "tokens" else "s--"
         label = f"{leads} lead{'s' if leads > 1 else ''}, {recipe} recipe"
         c = colours.get(leads)
         ax[0].plot(x, [r["found_share"] for r in rs], style, color=c, label=label)
@@ -162,7 +162,7 @@ def render(log: Path, out: Path, command: str, hardware: str) -> None:
 
     lines = [json.loads(x) for x in log.read_text().splitlines() if x.strip()]
     rows = summarise(lines)
-    run = sorted({(r.get("recipe", "shipped"), r["tokens"], r["train"], r["leads"], r["gain"],
+    run = sorted({(r.get("recipe", "tokens"), r["tokens"], r["train"], r["leads"], r["gain"],
                    r["cohort_seed"]) for r in lines})
     doc = {"command": command, "hardware": hardware, "found_threshold": FOUND,
            "energy_key": ENERGY_KEY, "design": "split energy, HuBERT-ECG token layout",

@@ -181,7 +181,7 @@ def test_detection_sentence_from_the_committed_table(tokens16):
             _cell(3, 0.5, 0.0), _cell(3, 1.0, 0.8), _cell(3, 2.0, 0.6),      # not monotone
             _cell(1, 0.5, 0.0), _cell(1, 1.0, 0.2), _cell(1, 2.0, 1.0),
             _cell(12, 0.5, 1.0, train=3316), _cell(1, 0.5, 1.0, tokens=186),
-            {**_cell(12, 0.5, 1.0), "recipe": "candidate"}]     # the sentence is the shipped's
+            {**_cell(12, 0.5, 1.0), "recipe": "pooled"}]     # the sentence is the shipped's
     table = tokens16 / "benchmarks" / "results" / "token_detection.json"
     table.parent.mkdir(parents=True)
     table.write_text(json.dumps({"rows": rows, "hardware": {"cpu": "AMD EPYC 7B13"}}))
@@ -192,6 +192,6 @@ def test_detection_sentence_from_the_committed_table(tokens16):
             "no gain over pooled (found: the head validation chose puts ≥ 0.500 on the event "
             "in at least 80% of seeds; benchmarks/results/token_detection.json, measured on "
             "AMD EPYC 7B13).") in section
-    # the candidate recipe's rows give a second sentence of their own
-    assert ("With the smaller fused recipe of docs/tokens.md, an event seen in 12 leads is "
+    # the pooled cohort's recipe's rows give a second sentence of their own
+    assert ("With the pooled cohort's fused recipe instead, an event seen in 12 leads is "
             "found when its energy is ≥ 0.500.") in section

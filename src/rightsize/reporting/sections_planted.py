@@ -173,13 +173,14 @@ def _design(c: dict[str, Any]) -> str:
 def detection_sentence(src: Source) -> str:
     """One sentence from the detection table (``benchmarks/results/token_detection.json``):
     per number of leads the event is seen in, the smallest energy from which the shipped
-    fused recipe finds it; a second for the smaller recipe of docs/tokens.md where it ran."""
+    fused recipe (``train.fused.tokens`` at N > 1 tokens) finds it; a second for the pooled
+    cohort's recipe (``train.fused`` alone) where it ran."""
     if not src.ok:
         return (f"How strong an event must be to be found: the detection table ({src.path}) "
                 "has not been run (python benchmarks/token_detection.py).")
     every = [r for r in get(src.data, "rows") or [] if isinstance(r, dict)
              and num(r, "ecg_tokens") == DETECTION_TOKENS]
-    rows = [r for r in every if r.get("recipe", "shipped") == "shipped"]
+    rows = [r for r in every if r.get("recipe", "tokens") == "tokens"]
     if not rows:
         return (f"How strong an event must be to be found: {src.path} has no row at "
                 f"{DETECTION_TOKENS} tokens.")
@@ -192,14 +193,14 @@ def detection_sentence(src: Source) -> str:
            f"{_found_from(rows, train, key)}; below that, expect no gain over pooled (found: "
            f"the head validation chose puts ≥ {fmt.number(FOUND)} on the event in at least "
            f"{FOUND_SHARE:.0%} of seeds; {src.path}{where}).")
-    small = [r for r in every if r.get("recipe") == "candidate"
-             and num(r, "train_subjects") == train]
-    if small:
-        f = small[0].get("fused") or {}
+    pooled = [r for r in every if r.get("recipe") == "pooled"
+              and num(r, "train_subjects") == train]
+    if pooled:
+        f = pooled[0].get("fused") or {}
         recipe = ", ".join(f"{k} {f[k]}" for k in ("fusion_dim", "heads", "hidden", "epochs")
                            if k in f)
-        out += (f" With the smaller fused recipe of docs/tokens.md"
-                f"{f' ({recipe})' if recipe else ''}, {_found_from(small, train, '')}.")
+        out += (f" With the pooled cohort's fused recipe instead"
+                f"{f' ({recipe})' if recipe else ''}, {_found_from(pooled, train, '')}.")
     return out
 
 

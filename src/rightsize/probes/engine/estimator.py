@@ -24,7 +24,7 @@ from rightsize import console
 from rightsize.errors import InputError
 from rightsize.probes import accel
 from rightsize.probes.engine.build import build_module, config_defaults
-from rightsize.probes.engine.config import SCHEDULE_KEYS, TrainConfig
+from rightsize.probes.engine.config import INPUT_OVERRIDES, SCHEDULE_KEYS, TrainConfig
 from rightsize.probes.engine.data import Moments, SplitData, Standardizer, ecg_tokens
 from rightsize.probes.engine.fitted import FitResult
 from rightsize.probes.engine.loop import train as train_loop
@@ -40,7 +40,7 @@ class FitJob:
     name: str
     arch: dict[str, Any]
     cfg: TrainConfig
-    probe_config: Any                # the probe's config block (``cfg.<probe>``)
+    probe_config: Any                # the probe's block (``cfg.<probe>``), resolved for the inputs
     train: SplitData
     val: SplitData
     std: Standardizer
@@ -58,6 +58,12 @@ class Estimator:
         self.spec: ProbeSpec = spec(name)
         self.probe_config = self.spec.block(cfg)
 
+    def config_for(self, n_tokens: int) -> Any:
+        """The probe's block as it trains on ``n_tokens`` ECG tokens per subject: a block
+        with ``for_ecg_tokens`` (the fused probe's ``train.fused.tokens``) resolves it."""
+        resolve = getattr(self.probe_config, "for_ecg_tokens", None)
+        return resolve(n_tokens) if resolve else self.probe_config
+
     def arch(self, data: SplitData) -> dict[str, Any]:
         """The JSON-able architecture of a model for ``data``'s input geometry: the probe,
         input dims, ECG tokens and their pooling, ``pca_rank``, and every key of the probe's
@@ -65,10 +71,12 @@ class Estimator:
         arch: dict[str, Any] = {"probe": self.name, "echo_dim": int(data.echo.shape[-1]),
                                 "ecg_dim": int(data.ecg.shape[-1]),
                                 "pca_rank": int(self.cfg.pca_rank)}
-        for f in fields(self.probe_config):
-            if f.name not in SCHEDULE_KEYS:
-                arch[f.name] = getattr(self.probe_config, f.name)
-        arch["ecg_tokens"] = ecg_tokens(data.ecg)
+        n = ecg_tokens(data.ecg)
+        block = self.config_for(n)
+        for f in fields(block):
+            if f.name not in SCHEDULE_KEYS + INPUT_OVERRIDES:
+                arch[f.name] = getattr(block, f.name)
+        arch["ecg_tokens"] = n
         arch["ecg_pooling"] = self.spec.ecg_pooling
         return arch
 
@@ -77,16 +85,21 @@ class Estimator:
 
         Without ``arch`` (before the data is read) the answer is the config's alone.
         """
-        settings = {**asdict(self.probe_config), **(arch or {})}
+        settings = self._settings(arch)
         return accel.select(self.spec.accelerators, settings, config_defaults(self.name),
                             on=self.cfg.accelerate)
 
     def skipped_accelerators(self, arch: dict[str, Any] | None = None) -> str:
         """Why none of the probe's declared accelerators applies ("" when one does, or the
         probe declares none): :func:`rightsize.probes.accel.skipped`."""
-        settings = {**asdict(self.probe_config), **(arch or {})}
+        settings = self._settings(arch)
         return accel.skipped(self.spec.accelerators, settings, config_defaults(self.name),
                              on=self.cfg.accelerate)
+
+    def _settings(self, arch: dict[str, Any] | None) -> dict[str, Any]:
+        """The block resolved for ``arch``'s ECG tokens (pooled without it), with ``arch``."""
+        block = self.config_for(int((arch or {}).get("ecg_tokens", 1)))
+        return {**asdict(block), **(arch or {})}
 
     @property
     def uses_torch(self) -> bool:
@@ -117,7 +130,8 @@ class Estimator:
             say = console.info if not self.cfg.accelerate else console.warn
             say(f"{self.name}: no accelerator, training autograd of the textbook forward "
                 f"({skipped})")
-        job = FitJob(self.name, arch, self.cfg, self.probe_config, train, val, std, moments, seeds,
+        block = self.config_for(arch["ecg_tokens"])
+        job = FitJob(self.name, arch, self.cfg, block, train, val, std, moments, seeds,
                      self.device, self.build)
         with accel.use(self.cfg.accelerate), self._runtime(acc):
             if acc is not None:
@@ -126,14 +140,14 @@ class Estimator:
                 from rightsize.probes.engine.torch_replicas import textbook_trainer
 
                 trainer = textbook_trainer(job)
-            reps = train_loop(trainer, len(train), self.cfg.batch_size, self.probe_config.epochs,
+            reps = train_loop(trainer, len(train), self.cfg.batch_size, block.epochs,
                               self.name, seeds, runlog)
             del trainer       # its batches and optimizer state, before predicting the splits
             out = []
             for rep in reps:
                 probe = Probe(self.name, rep.model, std)
                 out.append(FitResult(probe=probe, arch=arch, best_epoch=rep.best_epoch,
-                                     epochs=self.probe_config.epochs, steps=rep.steps,
+                                     epochs=block.epochs, steps=rep.steps,
                                      train_loss=rep.train_loss, val_loss=rep.val_loss,
                                      val_mae=probe.mae(val), train_mae=probe.mae(train),
                                      extra={"accelerator": acc.name if acc else "none",

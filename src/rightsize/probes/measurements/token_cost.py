@@ -73,14 +73,18 @@ class TokenCostConfig:
 def case_params(params: dict[str, Any], tokens: int, epochs_run: int) -> dict[str, Any]:
     """The params of one measured case: ``params`` with a synthetic cohort at ``tokens`` ECG
     tokens (its other keys as configured; ``files`` inputs dropped), one seed, and
-    ``epochs_run`` fused epochs."""
+    ``epochs_run`` fused epochs (also in ``train.fused.tokens``, the block's overrides at
+    ``tokens > 1``, which the estimator applies)."""
     out = copy.deepcopy(params)
     cohort = out["cohort"]
     cohort.update(source="synthetic", ecg_tokens=int(tokens))
     if isinstance(cohort.get("files"), dict):
         cohort["files"] = {k: None for k in cohort["files"]}
     out["train"]["seeds"] = 1
-    out["train"][PROBE] = {**out["train"].get(PROBE, {}), "epochs": int(epochs_run)}
+    block = {**out["train"].get(PROBE, {}), "epochs": int(epochs_run)}
+    if block.get("tokens"):          # train.fused.tokens: its epochs too, the rest as set
+        block["tokens"] = {**block["tokens"], "epochs": int(epochs_run)}
+    out["train"][PROBE] = block
     return out
 
 
@@ -106,7 +110,7 @@ def parse_case(params: dict[str, Any], tokens: int) -> TokenCase:
     cfg = parse(TokenCostConfig, params.get("token_cost") or {}, "token_cost")
     for block in ("cohort", "train", "evaluate"):
         require(isinstance(params.get(block), dict), block, "missing block")
-    epochs = parse(TrainConfig, params["train"], "train").fused.epochs
+    epochs = parse(TrainConfig, params["train"], "train").fused.for_ecg_tokens(tokens).epochs
     case = case_params(params, tokens, cfg.epochs_run(epochs))
     return TokenCase(int(tokens), epochs, cfg.epochs_run(epochs), cfg.epochs_timed,
                      parse(CohortConfig, case["cohort"], "cohort"),

@@ -30,10 +30,10 @@ This home (config, spec) imports without torch; the textbook torch classes are i
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, fields, replace
+from typing import TYPE_CHECKING, Any
 
-from rightsize.params import require
+from rightsize.params import parse, require
 from rightsize.probes.spec import ProbeSpec, check_dropout, check_epochs
 
 if TYPE_CHECKING:
@@ -52,9 +52,21 @@ class FusedConfig:
     modality_dropout: float = 0.1   # per-row chance of hiding echo (and, separately, ECG)
     layers: int = 1         # fusion blocks (cross-attention both ways), stacked
     attn_scale: float = 1.0  # echo->ECG score multiplier (x 1/sqrt(head dim)): a sharper softmax
+    tokens: dict[str, Any] | None = None   # this block's keys overridden at N > 1 ECG tokens
+
+    def for_ecg_tokens(self, n_tokens: int) -> FusedConfig:
+        """The block that trains on ``n_tokens`` ECG tokens per subject: ``tokens``'
+        overrides where ``n_tokens > 1``, this block as it is on a pooled ECG; ``tokens``
+        itself resolved away (None)."""
+        over = self.tokens if n_tokens > 1 and self.tokens else {}
+        return replace(self, **over, tokens=None)
 
     def validate(self, key: str) -> None:
         """Check ranges (message names the dotted key)."""
+        if self.tokens is not None:
+            mine = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "tokens"}
+            require("tokens" not in self.tokens, f"{key}.tokens.tokens", "cannot be nested")
+            parse(FusedConfig, {**mine, **self.tokens}, f"{key}.tokens")
         check_epochs(self.epochs, key)
         require(self.fusion_dim >= 1, f"{key}.fusion_dim", f"must be >= 1, got {self.fusion_dim}")
         require(self.heads >= 1, f"{key}.heads", f"must be >= 1, got {self.heads}")
