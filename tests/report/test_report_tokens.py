@@ -195,3 +195,16 @@ def test_detection_sentence_from_the_committed_table(tokens16):
     # the pooled cohort's recipe's rows give a second sentence of their own
     assert ("With the pooled cohort's fused recipe instead, an event seen in 12 leads is "
             "found when its energy is ≥ 0.500.") in section
+
+
+def test_the_section_names_the_token_recipe_that_trained(tokens16):
+    assert "token-level recipe" not in _section(tokens16)       # no train metrics: no words
+    arch = {"probe": "fused", "fusion_dim": 32, "heads": 1, "hidden": 64, "ecg_tokens": 16}
+    (tokens16 / "metrics" / "train").mkdir(exist_ok=True)
+    (tokens16 / "metrics" / "train" / "fused.json").write_text(json.dumps({"arch": arch}))
+    eval_path = tokens16 / "metrics" / "eval" / "fused.json"
+    doc = json.loads(eval_path.read_text())
+    eval_path.write_text(json.dumps({**doc, "epochs": 150}))
+    assert ("The fused probe trains its token-level recipe (`train.fused.tokens`): fusion "
+            "width 32, 1 head, MLP hidden 64, 150 epochs. 16 ECG tokens per subject.") \
+        in _section(tokens16)

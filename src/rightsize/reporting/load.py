@@ -11,7 +11,7 @@ import csv
 import json
 import logging
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -77,12 +77,13 @@ class ReportInputs:
     ceiling: Source = Source(Path("metrics/eval/fused_ceiling.json"))   # planted-token oracle
     compare: Source = Source(Path("metrics/fused_vs_concat.json"))      # paired by seed
     detection: Source = Source(Path(DETECTION))                         # committed table
+    train: dict[str, Source] = field(default_factory=dict)   # metrics/train/<probe>.json
 
     def statuses(self) -> dict[str, str]:
         """``{display path: status}`` for every file looked at."""
         out: dict[str, str] = {}
         groups = (self.telemetry, self.val_csv, self.probe_telemetry, self.evals, self.curves,
-                  self.missing)
+                  self.missing, self.train)
         for group in groups:
             for src in group.values():
                 out[str(src.path)] = src.status
@@ -184,6 +185,7 @@ def load_inputs(metrics_dir: Path, runs: tuple[str, ...] | None, probes: tuple[s
         ceiling=js("eval/fused_ceiling.json"),
         compare=js("fused_vs_concat.json"),
         detection=read_json(metrics_dir.parent / DETECTION, Path(DETECTION)),
+        train={p: js(f"train/{p}.json") for p in probes},
     )
     log.debug("report inputs: %s", inputs.statuses())
     return inputs

@@ -31,11 +31,27 @@ def planted_attention_blocks(inputs: ReportInputs) -> list[Block]:
         return blocks + [Note(f"{fused.path} has no attention.echo_to_ecg: train the fused "
                               "probe with --truth and a truth file that holds planted tokens "
                               "(a synthetic cohort at cohort.ecg_tokens > 1).")]
-    blocks.append(Para(_attention_words(node, _probe_design(inputs, node))))
+    blocks.append(Para(_recipe_words(inputs, fused.data)
+                       + _attention_words(node, _probe_design(inputs, node))))
     fig = figures_tokens.planted_attention(node)
     return (blocks + ([fig] if fig is not None else []) + paired_blocks(inputs.compare)
             + reference_blocks(inputs.ceiling, fused) + [Para(detection_sentence(
                 inputs.detection))])
+
+
+def _recipe_words(inputs: ReportInputs, evaluated: Any) -> str:
+    """The fused recipe that trained (its checkpoint's architecture in the train metrics, the
+    eval file's epochs), in one sentence; empty when the train metrics are not there."""
+    src = inputs.train.get("fused")
+    arch = get(src.data, "arch") if src is not None and src.ok else None
+    if not isinstance(arch, dict) or num(arch, "fusion_dim") is None:
+        return ""
+    heads = int(num(arch, "heads") or 0)
+    epochs = num(evaluated, "epochs")
+    return (f"The fused probe trains its token-level recipe (`train.fused.tokens`): fusion "
+            f"width {fmt.integer(num(arch, 'fusion_dim'))}, {heads} head{'s' * (heads != 1)}, "
+            f"MLP hidden {fmt.integer(num(arch, 'hidden'))}"
+            + (f", {fmt.integer(epochs)} epochs" if epochs is not None else "") + ". ")
 
 
 def _replicas(node: dict[str, Any]) -> list[str]:
