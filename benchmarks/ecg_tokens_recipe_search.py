@@ -59,7 +59,7 @@ def _patch_qknorm(init: float) -> None:
 
 def run(a: argparse.Namespace) -> None:
     """Train one configuration and append its replicas to ``a.log``."""
-    from rightsize.cohort.load import load_arrays
+    from rightsize.cohort.load_manifest import load_arrays
     from rightsize.cohort.truth import load_truth
     from rightsize.probes.engine.config import TrainConfig
     from rightsize.probes.engine.data import split_data

@@ -42,7 +42,7 @@ def measure(manifest: str, fusion_dim: int, epochs: int) -> dict[str, Any]:
 
     import rightsize.probes.models.fused.step as step_mod
     from probe_profile import _config
-    from rightsize.cohort.load import load_arrays
+    from rightsize.cohort.load_manifest import load_arrays
     from rightsize.probes.accel.adamw import AdamW
     from rightsize.probes.engine.train import train_probe
 

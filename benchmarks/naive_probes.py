@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from rightsize.probe_registry import PROBES
+from rightsize.probe_names import PROBES
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -213,7 +213,7 @@ def run(manifest: str, probe: str, fusion_dim: int, threads: int,
     from sklearn.metrics import mean_absolute_error, roc_auc_score
 
     from probes_bench import import_heavy
-    from rightsize.cohort.load import load_arrays
+    from rightsize.cohort.load_manifest import load_arrays
     from rightsize.params import load_block
     from rightsize.probes.engine.config import EvaluateConfig, TrainConfig
     from rightsize.probes.engine.data import Standardizer, split_data

@@ -72,7 +72,7 @@ def profile_fit(manifest: str, probe: str, fusion_dim: int, threads: int, params
     """Time and profile ``epochs`` epochs of the engine's fit (see the module docstring)."""
     from torch.profiler import ProfilerActivity, profile
 
-    from rightsize.cohort.load import load_arrays
+    from rightsize.cohort.load_manifest import load_arrays
     from rightsize.probes.engine.train import train_probe
 
     arrays = load_arrays(manifest)

@@ -41,7 +41,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _measure import child_json, machine_info, run_process  # noqa: E402
-from rightsize.probe_registry import PROBES
+from rightsize.probe_names import PROBES
 
 REPO = Path(__file__).resolve().parents[1]
 HERE = Path(__file__).resolve().parent
@@ -56,7 +56,7 @@ def child_ours(manifest: str, probe: str, fusion_dim: int, threads: int,
     import dataclasses
 
     import_heavy()
-    from rightsize.cohort.load import load_arrays
+    from rightsize.cohort.load_manifest import load_arrays
     from rightsize.params import load_block
     from rightsize.probes.engine.config import EvaluateConfig, TrainConfig
     from rightsize.probes.engine.data import Moments, split_data

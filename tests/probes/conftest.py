@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from rightsize.cohort.arrays import CohortArrays
-from rightsize.probe_registry import PROBES
+from rightsize.probe_names import PROBES
 from rightsize.probes.engine.config import EvaluateConfig, TrainConfig
 
 from .probe_fixtures import make_cohort, small_train_config

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from rightsize.errors import DataError, InputError
-from rightsize.probe_registry import PROBES
+from rightsize.probe_names import PROBES
 from rightsize.probes.engine.checkpoint import (
     SIDECAR,
     checkpoint_bytes,

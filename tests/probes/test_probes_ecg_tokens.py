@@ -18,7 +18,7 @@ import yaml
 
 from rightsize.cli import main
 from rightsize.errors import InputError
-from rightsize.probe_registry import PROBES
+from rightsize.probe_names import PROBES
 from rightsize.probes.engine.data import Moments, split_data
 from rightsize.probes.engine.estimator import check_inputs
 from rightsize.probes.engine.train import train_probe

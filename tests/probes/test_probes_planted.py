@@ -22,7 +22,7 @@ import yaml
 from rightsize.cli import main
 from rightsize.cohort.build import build_manifest
 from rightsize.cohort.config import CohortConfig, SplitsConfig
-from rightsize.cohort.load import load_arrays
+from rightsize.cohort.load_manifest import load_arrays
 from rightsize.cohort.planted_tokens import planted_mask
 from rightsize.cohort.truth import load_truth
 from rightsize.probes.engine.data import SplitData, split_data

@@ -17,9 +17,9 @@ import pytest
 
 from rightsize.cohort.build import build_manifest
 from rightsize.cohort.config import CohortConfig
-from rightsize.cohort.load import load_arrays
+from rightsize.cohort.load_manifest import load_arrays
 from rightsize.params import load_block
-from rightsize.probe_registry import PROBES
+from rightsize.probe_names import PROBES
 from rightsize.probes.engine.config import TrainConfig
 from rightsize.probes.engine.data import split_data
 from rightsize.probes.engine.train import train_seeds

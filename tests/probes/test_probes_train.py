@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from rightsize.probe_registry import PROBES
+from rightsize.probe_names import PROBES
 from rightsize.probes.engine.data import split_data
 from rightsize.probes.engine.train import train_probe
 from rightsize.probes.evaluation.bootstrap import bootstrap_indices, summarize

@@ -46,7 +46,7 @@ def small_cohort() -> Any:
     """A 240-subject synthetic cohort (3 clips, 32-d echo, 24-d ECG), built in a temp folder."""
     from rightsize.cohort.build import build_manifest
     from rightsize.cohort.config import CohortConfig, SplitsConfig
-    from rightsize.cohort.load import load_arrays
+    from rightsize.cohort.load_manifest import load_arrays
 
     cfg = CohortConfig(n_subjects=240, splits=SplitsConfig(160, 30, 50), echo_dim=32,
                        ecg_dim=24, max_clips=3, row_group_size=64)

@@ -50,7 +50,7 @@ def train_and_evaluate(probe: str, manifest: str, cfg: TrainConfig, device: str,
     (and ``ecfg``, the ``evaluate`` block), evaluate the saved replicas. ``truth``: the
     cohort's truth file (planted ECG tokens scored by the evaluation). Wall clocks count
     from ``start`` (default: now)."""
-    from rightsize.cohort.load import load_arrays
+    from rightsize.cohort.load_manifest import load_arrays
     from rightsize.machine import stamp as machine_stamp
     from rightsize.measure import Timer, hardware_stamp, peak_rss_mb
     from rightsize.probes.engine.checkpoint import save_checkpoint

@@ -9,7 +9,7 @@ from typing import Any
 
 from rightsize import console
 from rightsize.errors import InputError
-from rightsize.probe_registry import PROBES
+from rightsize.probe_names import PROBES
 from rightsize.verbs import headline
 
 _PROBES = " | ".join(PROBES)
@@ -177,7 +177,7 @@ def _load(args: argparse.Namespace) -> tuple[Any, Any, Any, dict[str, Any], Any,
     """Shared start of evaluate / missing-modality: configs, arrays, checkpoint."""
     cfg, device = _setup(args)
     from rightsize.atomic import check_writable
-    from rightsize.cohort.load import load_arrays
+    from rightsize.cohort.load_manifest import load_arrays
     from rightsize.probes.engine.checkpoint import load_checkpoint, read_sidecar
     from rightsize.probes.engine.estimator import check_inputs
     from rightsize.probes.engine.integrity import check_contents
