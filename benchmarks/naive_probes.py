@@ -132,9 +132,10 @@ def train_torch(name: str, train: Any, val: Any, std: Any, cfg: Any) -> tuple[An
 
     from rightsize.probes.engine.data import Moments
     from rightsize.probes.engine.estimator import Estimator
+    from rightsize.probes.registry import spec as probe_spec
 
     torch.manual_seed(cfg.seed)
-    est = Estimator(name, cfg)
+    est = Estimator(probe_spec(name), cfg)
     arch = est.arch(train)
     probe = est.build(arch)
     moments = Moments.fit(train, cfg.pca_rank, ecg=est.spec.uses_ecg, threads=cfg.threads)

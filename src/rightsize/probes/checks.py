@@ -81,7 +81,7 @@ def check_textbook_module(probe: ProbeSpec, arch: dict[str, Any], arrays: Any) -
     from rightsize.probes.engine.data import split_data
     from rightsize.probes.engine.fitted import TextbookModule
 
-    module = build_module(probe.name, arch)
+    module = build_module(probe, arch)
     _require(isinstance(module, TextbookModule) and isinstance(module, torch.nn.Module),
              probe.name, "textbook module does not follow TextbookModule")
     t = split_data(arrays, "val").subset(np.arange(9)).tensors()
@@ -135,7 +135,7 @@ def check_probe(probe: ProbeSpec, arrays: Any = None, cfg: TrainConfig | None = 
         register(probe)
     try:
         train, val = split_data(arrays, "train"), split_data(arrays, "val")
-        first, again = (Estimator(probe.name, cfg).fit(train, val, [0, 1]) for _ in range(2))
+        first, again = (Estimator(probe, cfg).fit(train, val, [0, 1]) for _ in range(2))
         if probe.model is not None:
             check_textbook_module(probe, first[0].arch, arrays)
         check_fits(probe, first, again, arrays)

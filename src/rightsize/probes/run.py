@@ -59,6 +59,7 @@ def train_and_evaluate(probe: str, manifest: str, cfg: TrainConfig, device: str,
     from rightsize.probes.engine.runlog import RunLog
     from rightsize.probes.engine.train import train_seeds
     from rightsize.probes.evaluation.spread import merge, train_spread
+    from rightsize.probes.registry import spec
 
     start = time.perf_counter() if start is None else start
     if (evaluate or missing) and ecfg is None:
@@ -74,7 +75,7 @@ def train_and_evaluate(probe: str, manifest: str, cfg: TrainConfig, device: str,
     with Timer() as t_fit, bar, RunLog(files.events, files.curve, time.time(),
                                        on_epoch=note if bar.enabled else None,
                                        outputs=outputs) as runlog:
-        fits = train_seeds(probe, arrays, cfg, device, runlog)
+        fits = train_seeds(spec(probe), arrays, cfg, device, runlog)
     seeds = seed_list(cfg)
     fit = fits[0]
     peak_train = peak_rss_mb()

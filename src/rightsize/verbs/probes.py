@@ -112,9 +112,10 @@ def _setup(args: argparse.Namespace) -> tuple[Any, str]:
     from rightsize.params import load_block
     from rightsize.probes.engine.config import DEVICES, TrainConfig
     from rightsize.probes.engine.estimator import Estimator
+    from rightsize.probes.registry import spec
 
     cfg = load_block(args.params, "train", TrainConfig)  # bad params name their key first
-    est = Estimator(args.probe, cfg)
+    est = Estimator(spec(args.probe), cfg)
     name = args.device or cfg.device
     if name not in DEVICES:
         raise InputError(f"--device: must be one of {', '.join(DEVICES)}, got {name!r}")
