@@ -8,7 +8,7 @@ ECG), i.e. a ~475 MB float32 echo payload.
 * ``streaming`` -- :func:`rightsize.cohort.build.build_manifest` (row group by row group).
 * ``naive``     -- same rows fully materialised in numpy, then pandas DataFrame ->
   ``pa.Table.from_pandas`` -> ``pq.write_table`` (the obvious in-memory approach).
-* ``load``      -- :func:`rightsize.cohort.load.load_arrays` on the streaming output.
+* ``load``      -- :func:`rightsize.cohort.load_manifest.load_arrays` on the streaming output.
 
 Usage::
 
@@ -83,7 +83,7 @@ def child(args: argparse.Namespace) -> None:
     import pyarrow.parquet  # noqa: F401
 
     from rightsize.cohort.build import build_manifest
-    from rightsize.cohort.load import load_arrays
+    from rightsize.cohort.load_manifest import load_arrays
 
     cfg = _config(args)
     out = Path(args.path)

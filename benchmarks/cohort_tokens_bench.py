@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _measure import child_json, machine_info, run_process  # noqa: E402
 
 LOAD = ("import json, sys, time; t0 = time.perf_counter(); "
-        "from rightsize.cohort.load import load_arrays; x = load_arrays(sys.argv[1]); "
+        "from rightsize.cohort.load_manifest import load_arrays; x = load_arrays(sys.argv[1]); "
         "print(json.dumps({'wall_s': time.perf_counter() - t0, 'ecg_shape': list(x.ecg.shape)}))")
 CLI = "from rightsize.cli import console_main; console_main()"
 

@@ -59,7 +59,7 @@ def _patch_qknorm(init: float) -> None:
 
 def run(a: argparse.Namespace) -> None:
     """Train one configuration and append its replicas to ``a.log``."""
-    from rightsize.cohort.load import load_arrays
+    from rightsize.cohort.load_manifest import load_arrays
     from rightsize.cohort.truth import load_truth
     from rightsize.probes.engine.config import TrainConfig
     from rightsize.probes.engine.data import split_data
@@ -67,6 +67,7 @@ def run(a: argparse.Namespace) -> None:
     from rightsize.probes.evaluation.planted import planted_attention
     from rightsize.probes.models.concat import ConcatConfig
     from rightsize.probes.models.fused import FusedConfig
+    from rightsize.probes.registry import spec as probe_spec
 
     if a.qknorm:
         _patch_qknorm(a.qknorm)
@@ -81,7 +82,7 @@ def run(a: argparse.Namespace) -> None:
     cfg = TrainConfig(pca_rank=a.pca, seed=a.seed0, seeds=a.seeds, lr=a.lr, weight_decay=a.wd,
                       batch_size=a.bs, accelerate=not a.qknorm, **{a.probe: sub})
     t0 = time.time()
-    fits = Estimator(a.probe, cfg).fit(tr, va, list(range(a.seed0, a.seed0 + a.seeds)))
+    fits = Estimator(probe_spec(a.probe), cfg).fit(tr, va, list(range(a.seed0, a.seed0 + a.seeds)))
     wall = time.time() - t0
     att = (planted_attention([f.probe for f in fits], va, planted[arrays.index("val")], te,
                              planted[arrays.index("test")]) if a.probe == "fused" else None)

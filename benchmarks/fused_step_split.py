@@ -42,9 +42,10 @@ def measure(manifest: str, fusion_dim: int, epochs: int) -> dict[str, Any]:
 
     import rightsize.probes.models.fused.step as step_mod
     from probe_profile import _config
-    from rightsize.cohort.load import load_arrays
+    from rightsize.cohort.load_manifest import load_arrays
     from rightsize.probes.accel.adamw import AdamW
     from rightsize.probes.engine.train import train_probe
+    from rightsize.probes.registry import spec as probe_spec
 
     torch.set_num_threads(1)
     cfg = dataclasses.replace(_config(str(REPO / "params.yaml"), "fused", fusion_dim, 1, epochs),
@@ -78,14 +79,14 @@ def measure(manifest: str, fusion_dim: int, epochs: int) -> dict[str, Any]:
 
     orig = (AdamW.step, AdamW.update, step_mod.fused_loss_backward, step_mod.mm,
             step_mod.linear)
-    train_probe("fused", arrays, cfg)                                   # warm-up fit
+    train_probe(probe_spec("fused"), arrays, cfg)                                   # warm-up fit
     AdamW.step = timed(orig[0], "optimizer step")                       # type: ignore
     AdamW.update = timed(orig[1], "optimizer update")                   # type: ignore
     step_mod.fused_loss_backward = timed(orig[2], "forward+backward")
     step_mod.mm, step_mod.linear = timed_product(orig[3], "mm"), timed_product(orig[4], "linear")
     try:
         t0 = time.perf_counter()
-        fit = train_probe("fused", arrays, cfg)
+        fit = train_probe(probe_spec("fused"), arrays, cfg)
         fit_s = time.perf_counter() - t0
     finally:
         (AdamW.step, AdamW.update, step_mod.fused_loss_backward, step_mod.mm,

@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from rightsize.probe_registry import PROBES
+from rightsize.probe_names import PROBES
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -132,9 +132,10 @@ def train_torch(name: str, train: Any, val: Any, std: Any, cfg: Any) -> tuple[An
 
     from rightsize.probes.engine.data import Moments
     from rightsize.probes.engine.estimator import Estimator
+    from rightsize.probes.registry import spec as probe_spec
 
     torch.manual_seed(cfg.seed)
-    est = Estimator(name, cfg)
+    est = Estimator(probe_spec(name), cfg)
     arch = est.arch(train)
     probe = est.build(arch)
     moments = Moments.fit(train, cfg.pca_rank, ecg=est.spec.uses_ecg, threads=cfg.threads)
@@ -213,7 +214,7 @@ def run(manifest: str, probe: str, fusion_dim: int, threads: int,
     from sklearn.metrics import mean_absolute_error, roc_auc_score
 
     from probes_bench import import_heavy
-    from rightsize.cohort.load import load_arrays
+    from rightsize.cohort.load_manifest import load_arrays
     from rightsize.params import load_block
     from rightsize.probes.engine.config import EvaluateConfig, TrainConfig
     from rightsize.probes.engine.data import Standardizer, split_data

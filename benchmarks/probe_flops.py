@@ -195,9 +195,10 @@ def fit_flops(arch: dict[str, Any], clips: int, n_train: int, n_val: int,
     from rightsize.probes.accel import gemm
     from rightsize.probes.engine.build import build_module
     from rightsize.probes.engine.torch_model import PREDICT_BATCH, count_params
+    from rightsize.probes.registry import spec as probe_spec
 
     torch.manual_seed(0)
-    probe = build_module(arch["probe"], arch)
+    probe = build_module(probe_spec(arch["probe"]), arch)
     ref = probe                       # the baseline runs the textbook forward on raw inputs
 
     def per_row(n: int, size: int, count: Any) -> float:

@@ -72,21 +72,23 @@ def profile_fit(manifest: str, probe: str, fusion_dim: int, threads: int, params
     """Time and profile ``epochs`` epochs of the engine's fit (see the module docstring)."""
     from torch.profiler import ProfilerActivity, profile
 
-    from rightsize.cohort.load import load_arrays
+    from rightsize.cohort.load_manifest import load_arrays
     from rightsize.probes.engine.train import train_probe
+    from rightsize.probes.registry import spec as probe_spec
 
     arrays = load_arrays(manifest)
-    train_probe(probe, arrays, _config(params, probe, fusion_dim, threads, 1))   # warm-up
+    warm = _config(params, probe, fusion_dim, threads, 1)
+    train_probe(probe_spec(probe), arrays, warm)                                  # warm-up
     cfg = _config(params, probe, fusion_dim, threads, epochs)
 
     def epoch_s() -> float:
         t0 = time.perf_counter()
-        train_probe(probe, arrays, cfg)
+        train_probe(probe_spec(probe), arrays, cfg)
         return (time.perf_counter() - t0) / epochs
 
     before = epoch_s()
     with labelled_step(), profile(activities=[ProfilerActivity.CPU]) as prof:
-        train_probe(probe, arrays, cfg)
+        train_probe(probe_spec(probe), arrays, cfg)
     built = min(before, epoch_s())
     ka = prof.key_averages()
     total = sum(e.self_cpu_time_total for e in ka)

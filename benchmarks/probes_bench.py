@@ -41,7 +41,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _measure import child_json, machine_info, run_process  # noqa: E402
-from rightsize.probe_registry import PROBES
+from rightsize.probe_names import PROBES
 
 REPO = Path(__file__).resolve().parents[1]
 HERE = Path(__file__).resolve().parent
@@ -56,13 +56,14 @@ def child_ours(manifest: str, probe: str, fusion_dim: int, threads: int,
     import dataclasses
 
     import_heavy()
-    from rightsize.cohort.load import load_arrays
+    from rightsize.cohort.load_manifest import load_arrays
     from rightsize.params import load_block
     from rightsize.probes.engine.config import EvaluateConfig, TrainConfig
     from rightsize.probes.engine.data import Moments, split_data
     from rightsize.probes.engine.runlog import RunLog
     from rightsize.probes.engine.train import train_probe
     from rightsize.probes.evaluation.evaluate import evaluate_probe
+    from rightsize.probes.registry import spec as probe_spec
 
     cfg = load_block(params, "train", TrainConfig)
     cfg = dataclasses.replace(cfg, threads=threads,
@@ -75,7 +76,7 @@ def child_ours(manifest: str, probe: str, fusion_dim: int, threads: int,
     with tempfile.TemporaryDirectory(prefix="probes-bench-log-") as logdir:
         t0, c0 = time.perf_counter(), time.process_time()
         with RunLog(Path(logdir) / "events", Path(logdir) / "curve.csv", time.time()) as runlog:
-            fit = train_probe(probe, arrays, cfg, "cpu", runlog)
+            fit = train_probe(probe_spec(probe), arrays, cfg, "cpu", runlog)
         fit_s, fit_cpu = time.perf_counter() - t0, time.process_time() - c0
     t0, c0 = time.perf_counter(), time.process_time()
     metrics = evaluate_probe(fit.probe, {"best_epoch": fit.best_epoch, "epochs": fit.epochs},
@@ -141,6 +142,7 @@ def child_matmul(spec: str) -> dict[str, Any]:
     from rightsize.probes.engine.config import TrainConfig
     from rightsize.probes.engine.data import SplitData
     from rightsize.probes.engine.estimator import Estimator
+    from rightsize.probes.registry import spec as probe_spec
 
     req = json.loads(spec)
     cases, shapes = {}, {tuple(s) for s in req.get("shapes", [])}
@@ -151,7 +153,7 @@ def child_matmul(spec: str) -> dict[str, Any]:
                              np.zeros(1, bool))
         for clips, probe, fd in req["cases"]:
             c = dataclasses.replace(cfg, fused=dataclasses.replace(cfg.fused, fusion_dim=fd))
-            arch = Estimator(probe, c).arch(geometry)
+            arch = Estimator(probe_spec(probe), c).arch(geometry)
             ff = fit_flops(arch, clips, req["n_train"], req["n_val"], cfg.batch_size)
             step_total = sum(r[3] for r in ff["shapes"])
             cases[f"{clips}/{probe}/{fd}"] = {

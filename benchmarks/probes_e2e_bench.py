@@ -46,7 +46,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _measure import child_json, machine_info, run_process  # noqa: E402
-from rightsize.probe_registry import PROBES
+from rightsize.probe_names import PROBES
 
 REPO = Path(__file__).resolve().parents[1]
 HERE = Path(__file__).resolve().parent

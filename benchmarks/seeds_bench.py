@@ -29,7 +29,7 @@ import tempfile
 from pathlib import Path
 
 from _measure import imported_from, run_process, write_result
-from rightsize.probe_registry import PROBES
+from rightsize.probe_names import PROBES
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))

@@ -97,6 +97,7 @@ def run_cell(cell: dict[str, Any], params: dict[str, Any], seeds: int, learner_s
     from rightsize.probes.engine.estimator import Estimator
     from rightsize.probes.evaluation.learnable import learn_match, probe_view
     from rightsize.probes.evaluation.planted import val_chosen_head
+    from rightsize.probes.registry import spec as probe_spec
 
     cohort = SyntheticCohort(cell_config(cell["tokens"], cell["leads"], cell["gain"],
                                          cell["train"], cell["cohort_seed"]))
@@ -107,9 +108,9 @@ def run_cell(cell: dict[str, Any], params: dict[str, Any], seeds: int, learner_s
     vm, tm = mask[arrays.index("val")], mask[arrays.index("test")]
     rows: list[dict[str, Any]] = []
     t0 = time.time()
-    fused = Estimator("fused", cfg).fit(tr, va, list(range(seeds)))
+    fused = Estimator(probe_spec("fused"), cfg).fit(tr, va, list(range(seeds)))
     t1 = time.time()
-    concat = Estimator("concat", cfg).fit(tr, va, list(range(seeds)))
+    concat = Estimator(probe_spec("concat"), cfg).fit(tr, va, list(range(seeds)))
     t2 = time.time()
     block = {k: v for k, v in asdict(cfg.fused.for_ecg_tokens(cell["tokens"])).items()
              if k != "tokens"}                   # the fused block that trained, resolved

@@ -46,7 +46,7 @@ VERBS = {                         # verb -> the module that registers it (tests 
     "footprint": "rightsize.verbs.footprint",
     "sizing": "rightsize.verbs.sizing",
     "bench-encoder": "rightsize.verbs.bench",
-    "seeds": "rightsize.verbs.experiments",
+    "spread": "rightsize.verbs.experiments",
     "sweep": "rightsize.verbs.experiments",
     "extract": "rightsize.verbs.extract",
     "ecg-demo": "rightsize.verbs.extract",
@@ -55,6 +55,7 @@ VERBS = {                         # verb -> the module that registers it (tests 
     "machine": "rightsize.verbs.machine",
     "check-params": "rightsize.verbs.check_params",
 }
+ALIASES = {"seeds": "spread"}     # an old verb name -> its verb (argparse aliases of it)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -122,8 +123,8 @@ def _formatter(prog: str) -> argparse.HelpFormatter:
 
 
 def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
-    """The top-level parser: with ``verb`` (a key of :data:`VERBS`), only that verb's module
-    registered (and imported); otherwise every verb's."""
+    """The top-level parser: with ``verb`` (a key of :data:`VERBS` or :data:`ALIASES`), only
+    that verb's module registered (and imported); otherwise every verb's."""
     # Defaults are SUPPRESSed so a verb's copy of -q/--debug never resets one given before the verb.
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--quiet", "-q", action="store_true", default=argparse.SUPPRESS,
@@ -138,6 +139,7 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
         formatter_class=_formatter,
     )
     sub = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
+    verb = ALIASES.get(verb or "", verb)
     modules = [VERBS[verb]] if verb in VERBS else list(dict.fromkeys(VERBS.values()))
     for name in modules:
         importlib.import_module(name).register(sub, common)
@@ -231,7 +233,7 @@ def _check_params_file(path: str) -> None:
     stage runs first, before it writes anything (``check_train_probes``).
     """
     from rightsize.params import load_params
-    from rightsize.probe_registry import check_train_probes
+    from rightsize.probe_names import check_train_probes
 
     check_train_probes(load_params(path))
 

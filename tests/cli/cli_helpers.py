@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from rightsize.probe_registry import PROBES
+from rightsize.probe_names import PROBES
 
 ENTRY = [sys.executable, "-c", "import sys; from rightsize.cli import main; sys.exit(main())"]
 

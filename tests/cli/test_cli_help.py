@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 
 import pytest
 
@@ -10,10 +11,11 @@ from rightsize.cli import build_parser
 
 
 def _verbs(parser: argparse.ArgumentParser) -> dict[str, tuple[str, argparse.ArgumentParser]]:
-    """Registered verb -> (one-line help, its parser), read from the parser itself."""
+    """Registered verb -> (one-line help, its parser), read from the parser itself (an
+    alias, such as ``seeds`` of ``spread``, is not a verb of its own)."""
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     helps = {a.dest: a.help for a in sub._choices_actions}
-    return {name: (helps[name], p) for name, p in sub.choices.items()}
+    return {name: (helps[name], p) for name, p in sub.choices.items() if name in helps}
 
 
 VERBS = sorted(_verbs(build_parser()))
@@ -30,6 +32,7 @@ def _listing(text: str) -> dict[str, list[str]]:
             break
         if line.startswith("    ") and not line.startswith("     "):   # a verb's own line
             name, _, rest = line.strip().partition(" ")
+            rest = re.sub(r"^\([^)]*\)", "", rest.strip())                # "(alias)" after it
             entries[name] = [rest.strip()] if rest.strip() else []
         else:                                                          # a help line below it
             assert name is not None, line
@@ -67,3 +70,16 @@ def test_the_verb_table_names_the_module_that_registers_each_verb():
         only = _verbs(build_parser(verb))
         assert verb in only, verb
         assert only[verb][1].get_default("func").__module__ == module, verb
+
+
+def test_seeds_is_an_alias_of_spread():
+    # `rightsize seeds` (the old name) still runs spread's handler, importing its module alone
+    from rightsize.cli import ALIASES
+    from rightsize.cli import VERBS as TABLE
+
+    assert ALIASES == {"seeds": "spread"}
+    sub = next(a for a in build_parser("seeds")._actions
+               if isinstance(a, argparse._SubParsersAction))
+    assert sub.choices["seeds"] is sub.choices["spread"]
+    assert sub.choices["seeds"].get_default("func").__module__ == TABLE["spread"]
+    assert "old name" in sub.choices["spread"].format_help()

@@ -81,8 +81,8 @@ def test_a_figure_says_whether_it_was_measured_here():
 def test_the_report_says_when_the_sizing_came_from_another_machine():
     from pathlib import Path
 
-    from rightsize.reporting.load import OK, Source
     from rightsize.reporting.sections_sizing import sizing_answer
+    from rightsize.reporting.sources import OK, Source
 
     text = {"answer": "No GPU needed", "ask": "No GPU needed: 2.4 min on 2 cores.",
             "tables": []}

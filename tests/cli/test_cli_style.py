@@ -46,7 +46,7 @@ BAD_PATH = {
 }
 # Verbs that read no path a user names: seeds and sweep ask DVC; machine's --disk may name a
 # folder not made yet (its filesystem is the nearest existing parent's).
-NO_INPUT_PATH = {"seeds", "sweep", "machine"}
+NO_INPUT_PATH = {"spread", "sweep", "machine"}
 
 
 def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:

@@ -12,7 +12,7 @@ import pytest
 
 from rightsize.cohort.build import build_manifest
 from rightsize.cohort.config import CohortConfig
-from rightsize.cohort.load import load_arrays
+from rightsize.cohort.load_manifest import load_arrays
 from rightsize.errors import DataError, InputError
 from rightsize.params import parse
 

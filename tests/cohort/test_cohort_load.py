@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 
 import rightsize.cohort as cohort_pkg
 from rightsize.cohort.arrays import SPLITS, CohortArrays
-from rightsize.cohort.load import load_arrays
+from rightsize.cohort.load_manifest import load_arrays
 
 
 def test_shapes_and_dtypes(small_manifest: Path) -> None:

@@ -15,7 +15,7 @@ from rightsize.cli import main
 from rightsize.cohort.build import build_manifest
 from rightsize.cohort.columns import bools, numbers
 from rightsize.cohort.config import CohortConfig
-from rightsize.cohort.load import load_arrays
+from rightsize.cohort.load_manifest import load_arrays
 from rightsize.cohort.manifest import METADATA_KEY, flat_values
 from rightsize.cohort.validate import validate_manifest
 from rightsize.errors import DataError

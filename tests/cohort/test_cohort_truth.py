@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from rightsize.cohort.build import build_manifest
-from rightsize.cohort.load import load_arrays
+from rightsize.cohort.load_manifest import load_arrays
 from rightsize.cohort.synthetic import SyntheticCohort
 from rightsize.cohort.truth import TRUTH_KEY, CohortTruth, load_truth
 from rightsize.errors import DataError, InputError

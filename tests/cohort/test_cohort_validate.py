@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from rightsize.cli import main
-from rightsize.cohort.load import load_arrays
+from rightsize.cohort.load_manifest import load_arrays
 from rightsize.cohort.validate import validate_manifest
 from rightsize.errors import DataError, InputError
 

@@ -108,7 +108,7 @@ def test_rerun_redoes_only_missing_or_damaged_shards(corpus: Path) -> None:
     (shards / ".shard-00000.parquet.abc.tmp").write_bytes(b"a killed worker's leftover")
     from rightsize.extraction.config import ExtractConfig
     from rightsize.extraction.plan import make_plan
-    from rightsize.extraction.records import read_record_list
+    from rightsize.extraction.record_list import read_record_list
     from rightsize.params import load_block
 
     cfg = load_block(corpus / "params.yaml", "extract", ExtractConfig)

@@ -45,7 +45,7 @@ def test_a_folder_that_is_not_an_extraction_is_refused(
 def test_a_run_of_other_settings_is_refused_while_one_runs(corpus: Path) -> None:
     from rightsize.extraction.config import ExtractConfig
     from rightsize.extraction.plan import make_plan
-    from rightsize.extraction.records import read_record_list
+    from rightsize.extraction.record_list import read_record_list
     from rightsize.params import load_block
 
     cfg = load_block(corpus / "params.yaml", "extract", ExtractConfig)

@@ -28,7 +28,7 @@ def corpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def _inputs(corpus: Path):
     from rightsize.extraction.config import ExtractConfig
-    from rightsize.extraction.records import read_record_list
+    from rightsize.extraction.record_list import read_record_list
     from rightsize.params import load_block
 
     cfg = load_block(corpus / "params.yaml", "extract", ExtractConfig)

@@ -38,9 +38,9 @@ def test_the_prediction_sits_beside_the_run_and_names_the_bench_host(corpus: Pat
     """The bench measured here (workers' start-up included) predicts the run; the metrics,
     headline and report hold both, each part predicted, and say the bench is this host's."""
     from rightsize.params import load_block
-    from rightsize.reporting.load import read_json
     from rightsize.reporting.render_md import render_markdown
     from rightsize.reporting.sections_extract import extract_blocks
+    from rightsize.reporting.sources import read_json
     from rightsize.sizing.predict import STARTUP
     from rightsize.verbs.extract import _prediction, _shards_of
 

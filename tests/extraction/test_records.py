@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from rightsize.errors import DataError, InputError
-from rightsize.extraction.records import (
+from rightsize.extraction.record_list import (
     parse_task,
     read_record_list,
     shard_count,

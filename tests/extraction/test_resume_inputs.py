@@ -29,7 +29,7 @@ def corpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def _plan(corpus: Path, verify: bool = False):
     from rightsize.extraction.config import ExtractConfig
     from rightsize.extraction.plan import make_plan
-    from rightsize.extraction.records import read_record_list
+    from rightsize.extraction.record_list import read_record_list
     from rightsize.params import load_block
 
     cfg = load_block(corpus / "params.yaml", "extract", ExtractConfig)

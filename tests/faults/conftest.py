@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fault_helpers import extract_corpus, rightsize  # noqa: E402
 
 import no_dac  # noqa: E402
-from rightsize.probe_registry import PROBES
+from rightsize.probe_names import PROBES
 
 # The tiny geometry the CLI tests use: seconds per probe on one thread.
 TINY_COHORT = {

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from fault_helpers import event_file, hidden, killed, rightsize, visible, writes
 
-from rightsize.probe_registry import PROBES
+from rightsize.probe_names import PROBES
 
 
 def _params_text(project: Path) -> str:

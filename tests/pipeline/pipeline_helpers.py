@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from rightsize.probe_registry import PROBES
+from rightsize.probe_names import PROBES
 from rightsize.probes.registry import spec
 
 REPO = Path(__file__).resolve().parents[2]

@@ -80,7 +80,7 @@ def test_sweep_failure_prints_worker_log_and_one_line_error(swept):
 @pytest.mark.slow
 def test_seeds_summarizes_baseline_and_finished_experiments(toy, pipeline_env, swept, tmp_path):
     out = tmp_path / "seeds.json"
-    run(["rightsize", "seeds", "--json", str(out)], toy, pipeline_env)
+    run(["rightsize", "spread", "--json", str(out)], toy, pipeline_env)
     summary = json.loads(out.read_text())
     # Oracle: the raw `dvc exp show --json` values, read without rightsize's parser.
     raw = json.loads(dvc(toy, pipeline_env, "exp", "show", "--json").stdout)
@@ -101,13 +101,13 @@ def test_seeds_summarizes_baseline_and_finished_experiments(toy, pipeline_env, s
     assert mae["sd"] == pytest.approx(statistics.stdev(maes))
     assert summary["metrics"]["metrics.json:test.mae_lo"]["sd"] == 0.0
     assert {r["params"]["params.yaml:train.seed"] for r in summary["rows"]} == {0, 2}
-    table = run(["rightsize", "seeds"], toy, pipeline_env).stdout
+    table = run(["rightsize", "spread"], toy, pipeline_env).stdout
     assert "metrics.json:test.mae" in table and "1.25 ± 0.354" in table
 
 
 @pytest.mark.slow
 def test_seeds_rejects_prefix_matching_nothing(toy, pipeline_env):
-    proc = run(["rightsize", "seeds", "--metrics-prefix", "nope/"], toy, pipeline_env,
+    proc = run(["rightsize", "spread", "--metrics-prefix", "nope/"], toy, pipeline_env,
                check=False)
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines()[-1].startswith("rightsize: error: no numeric metric")
@@ -145,7 +145,7 @@ def test_queue_output_parsers():
 
 @pytest.mark.slow
 def test_seeds_baseline_is_the_workspace_the_report_reads(tmp_path, pipeline_env):
-    """After `dvc repro` moved a metric (another CPU), `seeds` reads the workspace's file,
+    """After `dvc repro` moved a metric (another CPU), `spread` reads the workspace's file,
     as the report does; --baseline head reads the committed one (issue 44)."""
     root = tmp_path / "toy"
     root.mkdir()
@@ -162,12 +162,12 @@ def test_seeds_baseline_is_the_workspace_the_report_reads(tmp_path, pipeline_env
     moved = {"test": {"mae": 1.125, "mae_lo": 0.5}}          # what the workspace now holds
     (root / "metrics.json").write_text(json.dumps(moved))
     out = tmp_path / "seeds.json"
-    proc = run(["rightsize", "seeds", "--json", str(out)], root, pipeline_env)
+    proc = run(["rightsize", "spread", "--json", str(out)], root, pipeline_env)
     summary = json.loads(out.read_text())
     assert summary["metrics"]["metrics.json:test.mae"]["mean"] == 1.125
     assert summary["rows"][0]["name"] == "workspace" and summary["rows"][0]["baseline"]
     assert "differ from HEAD's in 1 keys (e.g. metrics.json:test.mae)" in proc.stderr
-    run(["rightsize", "seeds", "--baseline", "head", "--json", str(out)], root, pipeline_env)
+    run(["rightsize", "spread", "--baseline", "head", "--json", str(out)], root, pipeline_env)
     committed = json.loads(dvc(root, pipeline_env, "exp", "show", "--json").stdout)
     head = [r for r in committed if r["rev"] != "workspace"][0]
     assert json.loads(out.read_text())["metrics"]["metrics.json:test.mae"]["mean"] == \

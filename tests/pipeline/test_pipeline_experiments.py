@@ -98,12 +98,12 @@ def test_queued_seed_sweep_and_seeds_summary(project, pipeline_env, tmp_path):
     data = [g["revs"][0]["data"] for g in groups]
     assert sorted(d["params"]["params.yaml"]["data"]["train"]["seed"] for d in data) == [1, 2]
 
-    key = "metrics/headline/probes/fused.json"          # what rightsize seeds reads: metrics
+    key = "metrics/headline/probes/fused.json"          # what rightsize spread reads: metrics
     base_mae = json.loads((project / key).read_text())["fused"]["test_mae"]
     assert base_mae == json.loads((project / "metrics/eval/fused.json").read_text())["test"]["mae"]
     maes = [base_mae] + [d["metrics"][key]["data"]["fused"]["test_mae"] for d in data]
     out = tmp_path / "seeds.json"
-    run(["rightsize", "seeds", "--json", str(out), "--metrics-prefix", key], project,
+    run(["rightsize", "spread", "--json", str(out), "--metrics-prefix", key], project,
         pipeline_env)
     summary = json.loads(out.read_text())
     mae = summary["metrics"][f"{key}:fused.test_mae"]

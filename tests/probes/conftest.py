@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from rightsize.cohort.arrays import CohortArrays
-from rightsize.probe_registry import PROBES
+from rightsize.probe_names import PROBES
 from rightsize.probes.engine.config import EvaluateConfig, TrainConfig
 
 from .probe_fixtures import make_cohort, small_train_config
@@ -45,11 +45,12 @@ def fits(cohort, train_cfg, tmp_path_factory):
 
     from rightsize.probes.engine.runlog import RunLog
     from rightsize.probes.engine.train import train_probe
+    from rightsize.probes.registry import spec as probe_spec
 
     out = {}
     for name in PROBES:
         run = tmp_path_factory.mktemp(f"run_{name}")
         with RunLog(run / "events", run / "curve.csv", time.time()) as log:
-            fit = train_probe(name, cohort, train_cfg, "cpu", log)
+            fit = train_probe(probe_spec(name), cohort, train_cfg, "cpu", log)
         out[name] = (fit, run)
     return out

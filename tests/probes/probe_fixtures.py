@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from rightsize.cohort.arrays import CohortArrays
-from rightsize.probe_registry import PROBES
+from rightsize.probe_names import PROBES
 from rightsize.probes.engine.config import TrainConfig
 from rightsize.probes.models.concat import ConcatConfig
 from rightsize.probes.models.echo import EchoConfig

@@ -25,6 +25,7 @@ from rightsize.probes.models.echo.numpy_model import (
     init_probe,
     loss_and_grads,
 )
+from rightsize.probes.registry import spec as probe_spec
 
 from .probe_fixtures import DE, DG, small_train_config
 from .probe_fixtures import probe_inputs as _inputs
@@ -120,7 +121,7 @@ def test_initial_weights_are_drawn_like_nn_linear(cohort):
 
 
 def test_replicas_repeat_single_runs_and_learn(cohort):
-    est = Estimator("echo", small_train_config())
+    est = Estimator(probe_spec("echo"), small_train_config())
     train, val = split_data(cohort, "train"), split_data(cohort, "val")
     both = est.fit(train, val, [0, 1])
     alone = est.fit(train, val, [1])
@@ -138,7 +139,7 @@ def test_replicas_repeat_single_runs_and_learn(cohort):
 
 def test_checkpoint_round_trip_and_wrong_file(cohort, tmp_path):
     train, val = split_data(cohort, "train"), split_data(cohort, "val")
-    fit = Estimator("echo", small_train_config()).fit(train, val, [0])[0]
+    fit = Estimator(probe_spec("echo"), small_train_config()).fit(train, val, [0])[0]
     path = fit.probe.model.save(tmp_path)
     back = AttentiveEchoProbe.load(tmp_path)
     np.testing.assert_array_equal(back.predict_z(val), fit.probe.model.predict_z(val))

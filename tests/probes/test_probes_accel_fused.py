@@ -289,8 +289,10 @@ def test_attn_scale_keeps_fused_tokens_and_sends_one_token_to_the_textbook():
     from rightsize.probes.engine.config import TrainConfig
     from rightsize.probes.engine.estimator import Estimator
     from rightsize.probes.models.fused import FusedConfig
+    from rightsize.probes.registry import spec as probe_spec
 
-    est = Estimator("fused", TrainConfig(fused=FusedConfig(attn_scale=4.0)))
+    est = Estimator(probe_spec("fused"), TrainConfig(fused=FusedConfig(attn_scale=4.0)))
     assert est.accelerator({"ecg_tokens": 93}).name == "fused_tokens"
     assert est.accelerator({"ecg_tokens": 1}) is None
-    assert Estimator("fused", TrainConfig()).accelerator({"ecg_tokens": 1}).name == "fused_pooled"
+    plain = Estimator(probe_spec("fused"), TrainConfig())
+    assert plain.accelerator({"ecg_tokens": 1}).name == "fused_pooled"

@@ -1,5 +1,5 @@
 """Adding a probe touches two files (docs/probes.md, "Add a probe"): its home
-``rightsize/probes/models/<name>.py`` and its name in ``rightsize.probe_registry.PROBES``.
+``rightsize/probes/models/<name>.py`` and its name in ``rightsize.probe_names.PROBES``.
 
 Done here for real on a scratch copy of the package: ``fifth_probe.py`` becomes the home
 ``echo_linear.py``, its name is appended to ``PROBES``, and the files that differ from the
@@ -31,7 +31,7 @@ import json, sys
 import rightsize
 from rightsize.errors import ParamsError
 from rightsize.params import parse
-from rightsize.probe_registry import PROBES, check_train_probes
+from rightsize.probe_names import PROBES, check_train_probes
 from rightsize.probes.engine.config import TrainConfig
 from rightsize.probes.registry import spec
 
@@ -84,13 +84,13 @@ def test_a_fifth_probe_is_two_files_and_reaches_the_whole_registry(tmp_path):
     shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
     # the documented steps: the home, and its name in the one list
     shutil.copy(FIFTH, copy / "probes" / "models" / "echo_linear.py")
-    names = copy / "probe_registry.py"
+    names = copy / "probe_names.py"
     text, n = re.subn(r'^(PROBES = \(.*?)\)', r'\1, "echo_linear")', names.read_text(),
                       count=1, flags=re.M)
     assert n == 1
     names.write_text(text)
 
-    assert _changed(PACKAGE, copy) == ["probe_registry.py", "probes/models/echo_linear.py"]
+    assert _changed(PACKAGE, copy) == ["probe_names.py", "probes/models/echo_linear.py"]
     env = {**os.environ, "PYTHONPATH": str(copy.parent)}
     run = subprocess.run([sys.executable, "-c", CHECK], env=env, cwd=tmp_path,
                          capture_output=True, text=True, timeout=120)

@@ -20,7 +20,7 @@ import sys
 
 import pytest
 
-from rightsize.probe_registry import PROBES
+from rightsize.probe_names import PROBES
 
 ENVS = (
     {},

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from rightsize.errors import DataError, InputError
-from rightsize.probe_registry import PROBES
+from rightsize.probe_names import PROBES
 from rightsize.probes.engine.checkpoint import (
     SIDECAR,
     checkpoint_bytes,
@@ -98,11 +98,12 @@ def test_the_weights_file_follows_the_model_the_trainer_made(cohort, tmp_path, a
     import dataclasses
 
     from rightsize.probes.engine.train import train_probe
+    from rightsize.probes.registry import spec as probe_spec
 
     from .probe_fixtures import small_train_config
 
     cfg = dataclasses.replace(small_train_config(epochs=3), accelerate=accelerate)
-    fit = train_probe("echo", cohort, dataclasses.replace(cfg, echo=dataclasses.replace(
+    fit = train_probe(probe_spec("echo"), cohort, dataclasses.replace(cfg, echo=dataclasses.replace(
         cfg.echo, epochs=3)))
     side = save_checkpoint(tmp_path, fit.probe, fit.arch, {})
     assert side["weights"] == ("weights.npz" if accelerate else "weights.safetensors")

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from rightsize.cli import main
-from rightsize.probe_registry import PROBES
+from rightsize.probe_names import PROBES
 
 from .probe_fixtures import EVALUATE, TRAIN, small_manifest
 

@@ -18,10 +18,11 @@ import yaml
 
 from rightsize.cli import main
 from rightsize.errors import InputError
-from rightsize.probe_registry import PROBES
+from rightsize.probe_names import PROBES
 from rightsize.probes.engine.data import Moments, split_data
 from rightsize.probes.engine.estimator import check_inputs
 from rightsize.probes.engine.train import train_probe
+from rightsize.probes.registry import spec as probe_spec
 
 from .probe_fixtures import (
     make_cohort,
@@ -47,7 +48,7 @@ def token_fits(token_cohort):
     cfg = small_train_config(epochs=6)
     cfg = dataclasses.replace(cfg, echo=dataclasses.replace(cfg.echo, epochs=6),
                               concat=dataclasses.replace(cfg.concat, epochs=6), pca_rank=8)
-    return {name: train_probe(name, token_cohort, cfg) for name in
+    return {name: train_probe(probe_spec(name), token_cohort, cfg) for name in
             PROBES}
 
 
@@ -95,8 +96,8 @@ def test_fused_is_invariant_to_the_order_of_ecg_tokens():
 
 def test_token_accelerator_and_textbook_train_the_same_model(token_cohort):
     cfg = small_train_config(epochs=4)
-    on = train_probe("fused", token_cohort, cfg)
-    off = train_probe("fused", token_cohort, dataclasses.replace(cfg, accelerate=False))
+    on = train_probe(probe_spec("fused"), token_cohort, cfg)
+    off = train_probe(probe_spec("fused"), token_cohort, dataclasses.replace(cfg, accelerate=False))
     assert (on.extra["accelerator"], off.extra["accelerator"]) == ("fused_tokens", "none")
     np.testing.assert_allclose(on.val_loss, off.val_loss, rtol=1e-4)   # float32 rounding
 
@@ -105,7 +106,7 @@ def test_one_token_is_the_pooled_model_exactly():
     pooled = make_cohort(n=300, splits=(200, 40, 60))
     one = dataclasses.replace(pooled, ecg=pooled.ecg[:, None, :])
     cfg = small_train_config(epochs=3)
-    a, b = train_probe("fused", pooled, cfg), train_probe("fused", one, cfg)
+    a, b = train_probe(probe_spec("fused"), pooled, cfg), train_probe(probe_spec("fused"), one, cfg)
     assert a.val_loss == b.val_loss and b.arch["ecg_tokens"] == 1
     assert b.extra["accelerator"] == "fused_pooled"
 

@@ -16,6 +16,7 @@ from rightsize.probes import accel, registry
 from rightsize.probes.accel import adamw, gemm, handgrad
 from rightsize.probes.engine.train import train_probe, train_seeds
 from rightsize.probes.models.fused import FusedConfig
+from rightsize.probes.registry import spec as probe_spec
 
 from .probe_fixtures import GRADIENT_TRAINED, make_cohort, small_train_config
 
@@ -61,7 +62,7 @@ def test_private_torch_apis_live_only_in_the_accelerators():
 def _fp32_fused_fit(cohort, **over):
     cfg = small_train_config(epochs=3, fusion_dim=256, hidden=32, dropout=0.1)
     cfg = dataclasses.replace(cfg, batch_size=64, pca_rank=16, lr=1e-3, **over)
-    return train_probe("fused", cohort, cfg)
+    return train_probe(probe_spec("fused"), cohort, cfg)
 
 
 @pytest.fixture(scope="module")
@@ -148,8 +149,9 @@ def test_accelerate_false_trains_every_probe_with_the_textbook_trainer(cohort):
     cfg = dataclasses.replace(cfg, echo=dataclasses.replace(cfg.echo, epochs=3),
                               concat=dataclasses.replace(cfg.concat, epochs=3))
     for name in GRADIENT_TRAINED:
-        on = train_seeds(name, cohort, dataclasses.replace(cfg, accelerate=True, seeds=2))
-        off = train_seeds(name, cohort, dataclasses.replace(cfg, seeds=2))
+        on = train_seeds(probe_spec(name), cohort,
+                         dataclasses.replace(cfg, accelerate=True, seeds=2))
+        off = train_seeds(probe_spec(name), cohort, dataclasses.replace(cfg, seeds=2))
         assert on[0].extra["accelerator"] != "none" and off[0].extra["accelerator"] == "none"
         assert type(off[0].probe.model).__name__ == "TorchModel"
         assert off[0].probe.model.forward is None               # the textbook forward
@@ -207,4 +209,4 @@ def test_a_second_fusion_block_is_trained_by_autograd_and_saved(cohort, tmp_path
 
 def _small_fused(cohort, layers):
     cfg = small_train_config(epochs=6, layers=layers)
-    return train_probe("fused", cohort, cfg)
+    return train_probe(probe_spec("fused"), cohort, cfg)

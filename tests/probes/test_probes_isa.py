@@ -38,11 +38,12 @@ from rightsize.params import parse
 from rightsize.probes.engine.config import TrainConfig
 from rightsize.probes.engine.data import split_data
 from rightsize.probes.engine.train import train_seeds
+from rightsize.probes.registry import spec as probe_spec
 with np.load(sys.argv[1]) as z:
     cohort = CohortArrays(**{k: z[k] for k in z.files}, metadata={})
 with open(sys.argv[2]) as fh:
     cfg = parse(TrainConfig, json.load(fh), "train")
-fits = train_seeds("fused", cohort, cfg)
+fits = train_seeds(probe_spec("fused"), cohort, cfg)
 test = split_data(cohort, "test")
 maes = [float(np.mean(np.abs(f.probe.predict(test)[0] - test.lvef))) for f in fits]
 print(json.dumps({"cap": torch.backends.cpu.get_cpu_capability(), "test_mae": maes,

@@ -11,6 +11,7 @@ from rightsize.probes.engine.torch_model import count_params
 from rightsize.probes.models.concat.model import ConcatMLPProbe
 from rightsize.probes.models.echo.model import EchoAttnProbe
 from rightsize.probes.models.fused.model import CrossAttnFusedProbe
+from rightsize.probes.registry import spec as probe_spec
 
 
 def _batch(b=6, c=5, de=16, dg=12, seed=0):
@@ -99,10 +100,10 @@ def test_fused_uses_both_modalities_and_reports_attention():
 def test_build_module_from_arch_dict():
     arch = {"probe": "fused", "echo_dim": 16, "ecg_dim": 12, "fusion_dim": 8, "heads": 2,
             "hidden": 8, "dropout": 0.0, "ecg_tokens": 4, "ecg_pooling": "attention"}
-    model = build_module("fused", arch)
+    model = build_module(probe_spec("fused"), arch)
     assert isinstance(model, CrossAttnFusedProbe)
     assert model.echo_proj.out_features == 8
-    assert isinstance(build_module("echo", {"probe": "echo", "echo_dim": 16, "ecg_dim": 12}),
-                      EchoAttnProbe)
+    echo_arch = {"probe": "echo", "echo_dim": 16, "ecg_dim": 12}
+    assert isinstance(build_module(probe_spec("echo"), echo_arch), EchoAttnProbe)
     with pytest.raises(TypeError):
-        build_module("concat", {**arch, "probe": "concat"})       # fusion_dim: not concat's
+        build_module(probe_spec("concat"), {**arch, "probe": "concat"})   # fusion_dim: not concat's

@@ -22,7 +22,7 @@ import yaml
 from rightsize.cli import main
 from rightsize.cohort.build import build_manifest
 from rightsize.cohort.config import CohortConfig, SplitsConfig
-from rightsize.cohort.load import load_arrays
+from rightsize.cohort.load_manifest import load_arrays
 from rightsize.cohort.planted_tokens import planted_mask
 from rightsize.cohort.truth import load_truth
 from rightsize.probes.engine.data import SplitData, split_data
@@ -36,6 +36,7 @@ from rightsize.probes.evaluation.planted import (
     planted_weights,
     val_chosen_head,
 )
+from rightsize.probes.registry import spec as probe_spec
 
 from .probe_fixtures import EVALUATE, TRAIN, small_train_config
 
@@ -147,7 +148,7 @@ def test_trained_fused_attention_finds_the_planted_token(planted_cohort):
     validation picks for it give it at most 0.12."""
     _, arrays, planted = planted_cohort
     cfg = dataclasses.replace(small_train_config(epochs=25), pca_rank=16, seeds=3)
-    fits = train_seeds("fused", arrays, cfg)
+    fits = train_seeds(probe_spec("fused"), arrays, cfg)
     val, test = split_data(arrays, "val"), split_data(arrays, "test")
     v, t = arrays.index("val"), arrays.index("test")
     node = planted_attention([f.probe for f in fits], val, planted[v], test, planted[t])

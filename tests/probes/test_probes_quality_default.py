@@ -17,14 +17,15 @@ import pytest
 
 from rightsize.cohort.build import build_manifest
 from rightsize.cohort.config import CohortConfig
-from rightsize.cohort.load import load_arrays
+from rightsize.cohort.load_manifest import load_arrays
 from rightsize.params import load_block
-from rightsize.probe_registry import PROBES
+from rightsize.probe_names import PROBES
 from rightsize.probes.engine.config import TrainConfig
 from rightsize.probes.engine.data import split_data
 from rightsize.probes.engine.train import train_seeds
 from rightsize.probes.evaluation.bootstrap import auroc
 from rightsize.probes.evaluation.evaluate import mean_predictor_mae
+from rightsize.probes.registry import spec as probe_spec
 
 PARAMS = Path(__file__).resolve().parents[2] / "params.yaml"
 
@@ -39,7 +40,7 @@ def default_results(tmp_path_factory: pytest.TempPathFactory) -> dict:
     test = split_data(arrays, "test")
     out = {"mean": mean_predictor_mae(arrays), "max_clips": cohort_cfg.max_clips}
     for probe in train_cfg.probes:
-        fit = train_seeds(probe, arrays, train_cfg)[0]
+        fit = train_seeds(probe_spec(probe), arrays, train_cfg)[0]
         lvef, score = fit.probe.predict(test)
         out[probe] = {
             "mae": float(np.mean(np.abs(lvef - test.lvef))),

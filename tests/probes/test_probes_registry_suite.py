@@ -11,7 +11,7 @@ import dataclasses
 
 import pytest
 
-from rightsize.probe_registry import PROBES
+from rightsize.probe_names import PROBES
 from rightsize.probes.checks import ProbeCheckError, check_probe, small_config
 from rightsize.probes.registry import SPECS, register, spec, unregister
 

@@ -11,6 +11,7 @@ import yaml
 
 from rightsize.cli import main
 from rightsize.probes.engine.train import train_seeds
+from rightsize.probes.registry import spec as probe_spec
 
 from .probe_fixtures import EVALUATE, TRAIN, small_manifest, small_train_config
 
@@ -44,8 +45,8 @@ def test_seed_curves_hold_every_replica(tmp_path, probe, cohort):
 def test_replica_curves_csv_is_each_fit_in_order(cohort):
     from rightsize.probes.engine.runlog import replica_curves_csv
 
-    fits = train_seeds("concat", cohort, dataclasses.replace(small_train_config(), seed=1,
-                                                             seeds=2))
+    fits = train_seeds(probe_spec("concat"), cohort,
+                       dataclasses.replace(small_train_config(), seed=1, seeds=2))
     lines = replica_curves_csv(fits, [1, 2]).splitlines()
     assert lines[0] == "seed,epoch,train_loss,val_loss"
     want = [f"{s},{e},{t!r},{v!r}" for s, f in zip((1, 2), fits, strict=True)

@@ -13,6 +13,7 @@ from rightsize.cli import main
 from rightsize.probes.engine.replicas import seed_list
 from rightsize.probes.engine.train import train_seeds
 from rightsize.probes.evaluation.spread import spread
+from rightsize.probes.registry import spec as probe_spec
 
 from .probe_fixtures import EVALUATE, TRAIN, small_manifest, small_train_config
 
@@ -32,10 +33,10 @@ def test_fused_replicas_repeat_single_runs_bit_for_bit(cohort, accelerate):
     from rightsize.probes.engine.train import train_probe
 
     cfg = dataclasses.replace(small_train_config(epochs=6), accelerate=accelerate)
-    reps = train_seeds("fused", cohort, dataclasses.replace(cfg, seed=0, seeds=3))
+    reps = train_seeds(probe_spec("fused"), cohort, dataclasses.replace(cfg, seed=0, seeds=3))
     assert reps[0].extra["accelerator"] == ("fused_pooled" if accelerate else "none")
     for k in (1, 2):
-        single = train_probe("fused", cohort, dataclasses.replace(cfg, seed=k))
+        single = train_probe(probe_spec("fused"), cohort, dataclasses.replace(cfg, seed=k))
         assert reps[k].val_loss == single.val_loss and reps[k].train_loss == single.train_loss
         assert reps[k].val_mae == single.val_mae and reps[k].best_epoch == single.best_epoch
     assert reps[0].val_loss != reps[1].val_loss
@@ -45,20 +46,20 @@ def test_fused_replicas_repeat_single_runs_bit_for_bit(cohort, accelerate):
 def test_stacked_replicas_are_independent_of_their_companions(cohort, name):
     """Seed 1 trained beside seeds 0 and 2 ends where seed 1 trained beside seed 2 does."""
     cfg = small_train_config(epochs=6)
-    group = train_seeds(name, cohort, dataclasses.replace(cfg, seed=0, seeds=3))
-    pair = train_seeds(name, cohort, dataclasses.replace(cfg, seed=1, seeds=2))
+    group = train_seeds(probe_spec(name), cohort, dataclasses.replace(cfg, seed=0, seeds=3))
+    pair = train_seeds(probe_spec(name), cohort, dataclasses.replace(cfg, seed=1, seeds=2))
     np.testing.assert_allclose(group[1].val_loss, pair[0].val_loss, rtol=1e-5)
     np.testing.assert_allclose(group[2].val_loss, pair[1].val_loss, rtol=1e-5)
     assert group[0].val_loss != group[1].val_loss
-    again = train_seeds(name, cohort, dataclasses.replace(cfg, seed=0, seeds=3))
+    again = train_seeds(probe_spec(name), cohort, dataclasses.replace(cfg, seed=0, seeds=3))
     assert [f.val_loss for f in again] == [f.val_loss for f in group]   # bit-reproducible
 
 
 def test_stacked_replica_training_learns_like_the_textbook_trainer(cohort):
     cfg = small_train_config(epochs=12)
-    single = train_seeds("concat", cohort, dataclasses.replace(cfg, seeds=1,
+    single = train_seeds(probe_spec("concat"), cohort, dataclasses.replace(cfg, seeds=1,
                                                                accelerate=False))[0]
-    reps = train_seeds("concat", cohort, dataclasses.replace(cfg, seeds=4))
+    reps = train_seeds(probe_spec("concat"), cohort, dataclasses.replace(cfg, seeds=4))
     assert single.extra["accelerator"] == "none"
     assert reps[0].extra["accelerator"] == "concat_stacked"
     maes = [f.val_mae for f in reps]
@@ -69,7 +70,8 @@ def test_stacked_replica_training_learns_like_the_textbook_trainer(cohort):
 
 
 def test_ecg_replicas_are_one_fit_and_spread_statistics(cohort):
-    fits = train_seeds("ecg", cohort, dataclasses.replace(small_train_config(), seeds=3))
+    fits = train_seeds(probe_spec("ecg"), cohort,
+                       dataclasses.replace(small_train_config(), seeds=3))
     assert len(fits) == 3 and len({f.val_mae for f in fits}) == 1
     assert seed_list(dataclasses.replace(small_train_config(seed=7), seeds=3)) == [7, 8, 9]
     s = spread([1.0, 2.0, 4.0])

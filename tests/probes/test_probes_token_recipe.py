@@ -13,6 +13,7 @@ from rightsize.probes.engine.estimator import Estimator
 from rightsize.probes.engine.train import train_probe
 from rightsize.probes.measurements.token_cost import case_params, parse_case
 from rightsize.probes.models.fused import FusedConfig
+from rightsize.probes.registry import spec as probe_spec
 
 from .probe_fixtures import EVALUATE, TRAIN, make_cohort, small_train_config, with_ecg_tokens
 
@@ -45,7 +46,8 @@ def test_a_pooled_ecg_trains_as_if_the_token_recipe_were_absent():
     plain = small_train_config(epochs=3)
     with_tokens = dataclasses.replace(plain, fused=dataclasses.replace(plain.fused,
                                                                        tokens=TOKEN_RECIPE))
-    a, b = train_probe("fused", cohort, plain), train_probe("fused", cohort, with_tokens)
+    fused = probe_spec("fused")
+    a, b = train_probe(fused, cohort, plain), train_probe(fused, cohort, with_tokens)
     assert a.arch == b.arch and "tokens" not in b.arch and b.epochs == 3
     assert a.extra["accelerator"] == b.extra["accelerator"] == "fused_pooled"
     assert a.val_mae == b.val_mae and a.val_loss == b.val_loss
@@ -56,13 +58,13 @@ def test_a_token_level_ecg_trains_the_token_recipe_with_its_accelerator():
     plain = small_train_config(epochs=3)
     cfg = dataclasses.replace(plain, fused=dataclasses.replace(plain.fused,
                                                                tokens=TOKEN_RECIPE))
-    fit = train_probe("fused", cohort, cfg)
+    fit = train_probe(probe_spec("fused"), cohort, cfg)
     assert (fit.arch["fusion_dim"], fit.arch["heads"], fit.arch["hidden"]) == (8, 1, 12)
     assert fit.arch["ecg_tokens"] == 6 and "tokens" not in fit.arch
     assert fit.epochs == 4 and len(fit.val_loss) == 4
     assert fit.extra["accelerator"] == "fused_tokens"
-    assert Estimator("fused", cfg).config_for(6).fusion_dim == 8
-    assert Estimator("fused", cfg).config_for(1).fusion_dim == plain.fused.fusion_dim
+    assert Estimator(probe_spec("fused"), cfg).config_for(6).fusion_dim == 8
+    assert Estimator(probe_spec("fused"), cfg).config_for(1).fusion_dim == plain.fused.fusion_dim
 
 
 def test_token_cost_times_the_token_recipe_for_its_timed_epochs():

@@ -9,11 +9,12 @@ import numpy as np
 import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from rightsize.probe_registry import PROBES
+from rightsize.probe_names import PROBES
 from rightsize.probes.engine.data import split_data
 from rightsize.probes.engine.train import train_probe
 from rightsize.probes.evaluation.bootstrap import bootstrap_indices, summarize
 from rightsize.probes.evaluation.evaluate import mean_predictor_mae
+from rightsize.probes.registry import spec as probe_spec
 
 from .probe_fixtures import GRADIENT_TRAINED, make_cohort, small_train_config
 
@@ -49,9 +50,9 @@ def test_best_epoch_is_the_lowest_validation_loss(fits):
 
 def test_same_seed_identical_other_seed_close(cohort):
     cfg = small_train_config(seed=0, epochs=12)
-    a = train_probe("fused", cohort, cfg)
-    b = train_probe("fused", cohort, cfg)
-    c = train_probe("fused", cohort, small_train_config(seed=1, epochs=12))
+    a = train_probe(probe_spec("fused"), cohort, cfg)
+    b = train_probe(probe_spec("fused"), cohort, cfg)
+    c = train_probe(probe_spec("fused"), cohort, small_train_config(seed=1, epochs=12))
     ma, mb, mc = (_test_scores(f, cohort) for f in (a, b, c))
     assert ma == mb
     assert a.val_loss == b.val_loss
@@ -60,8 +61,8 @@ def test_same_seed_identical_other_seed_close(cohort):
 
 
 def test_ecg_probe_is_deterministic_and_selects_on_val(cohort, train_cfg):
-    a = train_probe("ecg", cohort, train_cfg)
-    b = train_probe("ecg", cohort, dataclasses.replace(train_cfg, seed=7))
+    a = train_probe(probe_spec("ecg"), cohort, train_cfg)
+    b = train_probe(probe_spec("ecg"), cohort, dataclasses.replace(train_cfg, seed=7))
     np.testing.assert_array_equal(a.probe.model.coef_lvef, b.probe.model.coef_lvef)
     grid = a.extra["val_mse_by_alpha"]
     assert a.arch["alpha"] == train_cfg.ecg.alphas[int(np.argmin(grid))]
@@ -73,7 +74,7 @@ def test_pooled_single_clip_cohort_trains_every_torch_probe():
     cfg = dataclasses.replace(cfg, echo=dataclasses.replace(cfg.echo, epochs=3),
                               concat=dataclasses.replace(cfg.concat, epochs=3))
     for name in GRADIENT_TRAINED:
-        fit = train_probe(name, pooled, cfg)
+        fit = train_probe(probe_spec(name), pooled, cfg)
         lvef, _ = fit.probe.predict(split_data(pooled, "test"))
         assert np.isfinite(lvef).all()
 

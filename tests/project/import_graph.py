@@ -11,7 +11,7 @@ their engines lazily), ``if TYPE_CHECKING:`` blocks left out (never executed). I
 package's lazily exported name (``_EXPORTS = {"name": "module"}`` in its ``__init__``)
 counts as an import of its module, and a module that names a package of probe homes
 (``HOMES = "rightsize.probes.models"``, the registry) imports the home of every name in
-``rightsize.probe_registry.PROBES`` (it does, with ``importlib``). The other verb modules
+``rightsize.probe_names.PROBES`` (it does, with ``importlib``). The other verb modules
 that ``cli`` loads by name only register their flags for the parser, so they are not part of
 a stage's closure.
 
@@ -90,7 +90,7 @@ def _module_string(tree: ast.Module, target: str) -> object:
 def _homes(tree: ast.Module, src: Path) -> set[str]:
     """The probe homes a registry module imports by name (``HOMES`` x ``PROBES``)."""
     package = _module_string(tree, "HOMES")
-    names = module_file(f"{PACKAGE}.probe_registry", src)
+    names = module_file(f"{PACKAGE}.probe_names", src)
     if not isinstance(package, str) or names is None:
         return set()
     probes = _module_string(ast.parse(names.read_text(encoding="utf-8")), "PROBES")

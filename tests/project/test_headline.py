@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from rightsize.errors import DataError
-from rightsize.probe_registry import PROBES
+from rightsize.probe_names import PROBES
 from rightsize.verbs import headline as hl
 
 BEFORE = "36979d8"           # the last commit whose dvc.yaml declared every file as metrics

@@ -10,7 +10,7 @@ import pytest
 
 GROUND = {"rightsize", "rightsize.atomic", "rightsize.blas_kernel", "rightsize.console",
           "rightsize.errors", "rightsize.experiments", "rightsize.machine", "rightsize.measure",
-          "rightsize.output_set", "rightsize.params", "rightsize.probe_registry",
+          "rightsize.output_set", "rightsize.params", "rightsize.probe_names",
           "rightsize.fmt", "rightsize.account_parts", "rightsize.cost_text", "rightsize.citations"}
 GROUND_PACKAGE = "rightsize.ground"   # shared file helpers: event writer, CRC, SHA-256, opening
 LIBRARIES = ("telemetry", "cohort", "probes", "encoders", "sizing", "extraction", "reporting")

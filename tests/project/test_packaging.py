@@ -1,5 +1,5 @@
 """pyproject.toml's runtime dependencies are exactly what src/rightsize imports (plus the
-``dvc`` command the pipeline and ``rightsize seeds``/``sweep`` run, which nothing imports)."""
+``dvc`` command the pipeline and ``rightsize spread``/``sweep`` run, which nothing imports)."""
 
 from __future__ import annotations
 

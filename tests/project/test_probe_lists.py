@@ -1,4 +1,4 @@
-"""The probe names have one list: ``rightsize.probe_registry.PROBES``, the names of the
+"""The probe names have one list: ``rightsize.probe_names.PROBES``, the names of the
 engine's specs (``rightsize.probes.registry``). Tests, the report and the docs take theirs
 from it; a literal list of three or more probe names anywhere else is a copy to fix."""
 
@@ -7,14 +7,14 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from rightsize.probe_registry import PROBES
+from rightsize.probe_names import PROBES
 from rightsize.probes.registry import SPECS
 
 REPO = Path(__file__).resolve().parents[2]
 QUOTED = rf"""["'](?:{"|".join(PROBES)})["']"""
 # a tuple or list literal of quoted probe names only (it may span lines)
 LITERAL = re.compile(rf"[\[(]\s*(?:{QUOTED}\s*,\s*)+{QUOTED}\s*,?\s*[\])]")
-THE_LIST = REPO / "src" / "rightsize" / "probe_registry.py"
+THE_LIST = REPO / "src" / "rightsize" / "probe_names.py"
 
 
 def _copies(text: str) -> list[str]:

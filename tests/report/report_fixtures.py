@@ -20,7 +20,7 @@ import yaml
 
 from rightsize import cli
 from rightsize.machine import stamp
-from rightsize.probe_registry import PROBES as REGISTRY_PROBES
+from rightsize.probe_names import PROBES as REGISTRY_PROBES
 
 REPO = Path(__file__).resolve().parents[2]
 T0 = 1_714_550_400.0          # 2024-05-01 08:00 UTC

@@ -11,7 +11,7 @@ import pytest
 from report_fixtures import TOKEN_COST, run_report, token_cost_json, write_metrics, write_params
 
 from rightsize import fmt
-from rightsize.probe_registry import PROBES
+from rightsize.probe_names import PROBES
 
 HEADS = {0: (0.204, 0.053, 0.729), 1: (0.904, 0.132, 0.068), 2: (0.192, 0.730, 0.083),
          3: (0.082, 0.033, 0.377)}         # head -> its test value at seeds 0, 1, 2

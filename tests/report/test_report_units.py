@@ -9,10 +9,10 @@ from rightsize import fmt
 from rightsize.fmt import get, num
 from rightsize.reporting.doc import Figure, Heading, Note, Para, Table, VerdictItem
 from rightsize.reporting.figures import _gaps, to_epoch_seconds
-from rightsize.reporting.load import read_csv, read_json
 from rightsize.reporting.render_html import render_html
 from rightsize.reporting.render_md import render_markdown
 from rightsize.reporting.sections_seeds import seed_rows
+from rightsize.reporting.sources import read_csv, read_json
 
 
 def test_number_formats():

@@ -9,8 +9,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rightsize.telemetry.events import FileEvents, TagIndex, decode_generic
-from rightsize.telemetry.records import scan_records, scan_segments
 from rightsize.telemetry.scalars import decode_file
+from rightsize.telemetry.tfrecord import scan_records, scan_segments
 
 SETTINGS = settings(max_examples=60, deadline=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture])

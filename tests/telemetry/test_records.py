@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from rightsize.errors import IntegrityError
-from rightsize.telemetry.records import iter_records, scan_records
 from rightsize.telemetry.scalars import read_scalars
 from rightsize.telemetry.table import Problem
+from rightsize.telemetry.tfrecord import iter_records, scan_records
 
 NAME = "events.out.tfevents.1000.host.1.0"
 

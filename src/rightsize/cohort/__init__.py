@@ -11,7 +11,7 @@ from rightsize import lazy_exports
 
 _EXPORTS = {
     "CohortArrays": "rightsize.cohort.arrays",
-    "load_arrays": "rightsize.cohort.load",
+    "load_arrays": "rightsize.cohort.load_manifest",
     "CohortConfig": "rightsize.cohort.config",
     "build_manifest": "rightsize.cohort.build",
     "validate_manifest": "rightsize.cohort.validate",

@@ -1,6 +1,6 @@
 """Extraction: token-level HuBERT-ECG hidden states from WFDB records, in resumable shards.
 
-* :mod:`~rightsize.extraction.records` — the record list (MIMIC-IV-ECG layout), shards, tasks.
+* :mod:`~rightsize.extraction.record_list` — the record list (MIMIC-IV-ECG layout), shards, tasks.
 * :mod:`~rightsize.extraction.worker` — one worker: model once, shards read, encoded, written.
 * :mod:`~rightsize.extraction.shards` — a shard's parquet file and its JSON record; validity.
 * :mod:`~rightsize.extraction.plan` — what is left (both executors ask it); the plan.

@@ -25,7 +25,7 @@ from typing import Any
 
 from rightsize import atomic
 from rightsize.extraction.config import ExtractConfig
-from rightsize.extraction.records import RecordList
+from rightsize.extraction.record_list import RecordList
 from rightsize.extraction.shards import SHARDS, ShardFile, shard_stem
 from rightsize.ground.sha256 import MANIFEST, sha256_file
 

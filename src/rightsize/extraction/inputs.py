@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from rightsize.encoders.ecg_files import record_files
-from rightsize.extraction.records import RecordList
+from rightsize.extraction.record_list import RecordList
 from rightsize.ground.sha256 import sha256_file
 
 

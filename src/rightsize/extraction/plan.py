@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from rightsize.extraction.config import ExtractConfig
-from rightsize.extraction.records import RecordList, shard_count, shard_rows, task_shards
+from rightsize.extraction.record_list import RecordList, shard_count, shard_rows, task_shards
 from rightsize.extraction.shards import SHARDS, ShardFile, fingerprint, shard_stem, stale_reason
 
 

@@ -20,7 +20,7 @@ from typing import Any
 from rightsize.errors import DataError
 from rightsize.extraction.config import ExtractConfig
 from rightsize.extraction.plan import Plan
-from rightsize.extraction.records import RecordList
+from rightsize.extraction.record_list import RecordList
 from rightsize.extraction.shards import ShardFile
 
 

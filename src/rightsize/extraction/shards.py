@@ -30,7 +30,7 @@ import numpy as np
 from rightsize import atomic
 from rightsize.extraction.config import ExtractConfig
 from rightsize.extraction.inputs import inputs_changed
-from rightsize.extraction.records import RecordList, shard_rows
+from rightsize.extraction.record_list import RecordList, shard_rows
 from rightsize.ground.sha256 import sha256_file
 
 SHARDS = "shards"

@@ -23,7 +23,7 @@ from rightsize.encoders.ecg_files import BadRecord
 from rightsize.encoders.models import EcgGeometry, conv_lengths
 from rightsize.errors import DataError
 from rightsize.extraction.config import ExtractConfig
-from rightsize.extraction.records import RecordList, shard_rows
+from rightsize.extraction.record_list import RecordList, shard_rows
 from rightsize.extraction.shards import ShardFile, write_shard
 
 

@@ -46,7 +46,7 @@ def small_cohort() -> Any:
     """A 240-subject synthetic cohort (3 clips, 32-d echo, 24-d ECG), built in a temp folder."""
     from rightsize.cohort.build import build_manifest
     from rightsize.cohort.config import CohortConfig, SplitsConfig
-    from rightsize.cohort.load import load_arrays
+    from rightsize.cohort.load_manifest import load_arrays
 
     cfg = CohortConfig(n_subjects=240, splits=SplitsConfig(160, 30, 50), echo_dim=32,
                        ecg_dim=24, max_clips=3, row_group_size=64)
@@ -81,7 +81,7 @@ def check_textbook_module(probe: ProbeSpec, arch: dict[str, Any], arrays: Any) -
     from rightsize.probes.engine.data import split_data
     from rightsize.probes.engine.fitted import TextbookModule
 
-    module = build_module(probe.name, arch)
+    module = build_module(probe, arch)
     _require(isinstance(module, TextbookModule) and isinstance(module, torch.nn.Module),
              probe.name, "textbook module does not follow TextbookModule")
     t = split_data(arrays, "val").subset(np.arange(9)).tensors()
@@ -135,7 +135,7 @@ def check_probe(probe: ProbeSpec, arrays: Any = None, cfg: TrainConfig | None = 
         register(probe)
     try:
         train, val = split_data(arrays, "train"), split_data(arrays, "val")
-        first, again = (Estimator(probe.name, cfg).fit(train, val, [0, 1]) for _ in range(2))
+        first, again = (Estimator(probe, cfg).fit(train, val, [0, 1]) for _ in range(2))
         if probe.model is not None:
             check_textbook_module(probe, first[0].arch, arrays)
         check_fits(probe, first, again, arrays)

@@ -2,7 +2,7 @@
 
 A probe's home is ``rightsize.probes.models.<name>``: its config dataclass, its textbook
 module (or closed-form fit) and ``SPEC``, a :class:`~rightsize.probes.spec.ProbeSpec`. The
-homes registered are those named in :data:`rightsize.probe_registry.PROBES`, the one list
+homes registered are those named in :data:`rightsize.probe_names.PROBES`, the one list
 of probe names (pipeline order), which the CLI and the report read without importing the
 engine; ``TrainConfig`` has a block per spec (written per built-in probe). Adding a probe is
 its home plus its name in that list (docs/probes.md, "Add a probe"); a test does it in a
@@ -17,7 +17,7 @@ import importlib
 from typing import TYPE_CHECKING
 
 from rightsize.errors import InputError
-from rightsize.probe_registry import PROBES
+from rightsize.probe_names import PROBES
 from rightsize.probes.spec import ProbeSpec
 
 if TYPE_CHECKING:

@@ -50,7 +50,7 @@ def train_and_evaluate(probe: str, manifest: str, cfg: TrainConfig, device: str,
     (and ``ecfg``, the ``evaluate`` block), evaluate the saved replicas. ``truth``: the
     cohort's truth file (planted ECG tokens scored by the evaluation). Wall clocks count
     from ``start`` (default: now)."""
-    from rightsize.cohort.load import load_arrays
+    from rightsize.cohort.load_manifest import load_arrays
     from rightsize.machine import stamp as machine_stamp
     from rightsize.measure import Timer, hardware_stamp, peak_rss_mb
     from rightsize.probes.engine.checkpoint import save_checkpoint
@@ -59,6 +59,7 @@ def train_and_evaluate(probe: str, manifest: str, cfg: TrainConfig, device: str,
     from rightsize.probes.engine.runlog import RunLog
     from rightsize.probes.engine.train import train_seeds
     from rightsize.probes.evaluation.spread import merge, train_spread
+    from rightsize.probes.registry import spec
 
     start = time.perf_counter() if start is None else start
     if (evaluate or missing) and ecfg is None:
@@ -74,7 +75,7 @@ def train_and_evaluate(probe: str, manifest: str, cfg: TrainConfig, device: str,
     with Timer() as t_fit, bar, RunLog(files.events, files.curve, time.time(),
                                        on_epoch=note if bar.enabled else None,
                                        outputs=outputs) as runlog:
-        fits = train_seeds(probe, arrays, cfg, device, runlog)
+        fits = train_seeds(spec(probe), arrays, cfg, device, runlog)
     seeds = seed_list(cfg)
     fit = fits[0]
     peak_train = peak_rss_mb()

@@ -3,7 +3,7 @@
 A probe's home, ``rightsize.probes.models.<name>``, defines its config dataclass (the
 ``train.<name>`` params block), its textbook module or closed-form fit, and a module-level
 ``SPEC = ProbeSpec(...)``; :mod:`rightsize.probes.registry` collects the specs of the homes
-that :data:`rightsize.probe_registry.PROBES` names. The heavy parts are zero-argument
+that :data:`rightsize.probe_names.PROBES` names. The heavy parts are zero-argument
 functions that import them when called, so a home imports light: the numpy probes'
 processes never load torch.
 """

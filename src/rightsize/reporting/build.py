@@ -16,7 +16,6 @@ from rightsize.errors import DataError
 from rightsize.machine import stamp
 from rightsize.reporting.config import ReportSettings
 from rightsize.reporting.doc import Block, Figure, Heading, Para, VerdictItem
-from rightsize.reporting.load import ReportInputs, load_inputs
 from rightsize.reporting.render_html import render_html
 from rightsize.reporting.render_md import render_markdown
 from rightsize.reporting.sections_probes import (
@@ -26,6 +25,7 @@ from rightsize.reporting.sections_probes import (
 )
 from rightsize.reporting.sections_runs import run_sections
 from rightsize.reporting.sections_seeds import seed_sections
+from rightsize.reporting.sources import ReportInputs, load_inputs
 from rightsize.reporting.verdicts import Verdict, all_verdicts
 
 log = logging.getLogger(__name__)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from rightsize.errors import ParamsError
 from rightsize.params import load_params, parse, require
-from rightsize.probe_registry import PROBES
+from rightsize.probe_names import PROBES
 
 DEFAULT_PROBES = PROBES           # the registry's, in pipeline order
 DEMO_RUN = "demo"                 # the run the demo_run stage generates (synthetic, planted truth)

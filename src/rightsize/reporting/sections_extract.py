@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from rightsize.reporting.doc import Block, Heading, Note, Para, table
-from rightsize.reporting.load import Source
+from rightsize.reporting.sources import Source
 
 PART_ORDER = ("compute", "preprocessing", "writing")
 

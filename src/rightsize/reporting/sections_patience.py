@@ -19,7 +19,7 @@ import numpy as np
 from rightsize import fmt
 from rightsize.fmt import num
 from rightsize.reporting.doc import Block, Heading, Note, table
-from rightsize.reporting.load import ReportInputs
+from rightsize.reporting.sources import ReportInputs
 
 PATIENCES = (3, 5, 10)
 

@@ -10,7 +10,7 @@ from rightsize import fmt
 from rightsize.fmt import get, num
 from rightsize.reporting import figures_tokens
 from rightsize.reporting.doc import Block, Heading, Note, Para, table
-from rightsize.reporting.load import ReportInputs, Source
+from rightsize.reporting.sources import ReportInputs, Source
 
 FOUND = 0.5           # the validation-chosen head's weight on the event: found (planted.FOUND)
 FOUND_SHARE = 0.8     # a detection-table cell counts as found in at least this share of seeds

@@ -11,7 +11,6 @@ from rightsize.experiments import flatten
 from rightsize.fmt import get, num
 from rightsize.reporting import figures
 from rightsize.reporting.doc import Block, Heading, Note, Para, labelled, table
-from rightsize.reporting.load import ReportInputs, Source
 from rightsize.reporting.provenance import measured_where
 from rightsize.reporting.sections_extract import extract_blocks
 from rightsize.reporting.sections_patience import patience_blocks
@@ -21,6 +20,7 @@ from rightsize.reporting.sections_tokens import (
     planted_attention_blocks,
     token_cost_blocks,
 )
+from rightsize.reporting.sources import ReportInputs, Source
 from rightsize.reporting.verdicts import probe_total_seconds
 
 MODALITY_ROWS = (("both_present", "both modalities"), ("echo_absent", "echo absent"),

@@ -15,8 +15,8 @@ from rightsize import fmt
 from rightsize.fmt import as_float, get, num
 from rightsize.reporting import figures
 from rightsize.reporting.doc import Block, Bullets, Heading, Note, Para, labelled, slug, table
-from rightsize.reporting.load import ReportInputs, Source
 from rightsize.reporting.sections_account import account_blocks
+from rightsize.reporting.sources import ReportInputs, Source
 
 MAX_DAMAGE_ITEMS = 20
 

@@ -1,4 +1,4 @@
-"""The across-seeds section: mean ± sd per metric from ``rightsize seeds --json`` output.
+"""The across-seeds section: mean ± sd per metric from ``rightsize spread --json`` output.
 
 That file is ``{"n_rows", "rows": [{name, rev, baseline, params}], "metrics": {key: {n, mean,
 sd, min, max}}}``; other shapes holding ``mean`` nodes (nested dicts or a list of
@@ -12,7 +12,7 @@ from typing import Any
 from rightsize import fmt
 from rightsize.fmt import as_float
 from rightsize.reporting.doc import Block, Heading, Note, Para, table
-from rightsize.reporting.load import Source
+from rightsize.reporting.sources import Source
 
 
 def seed_rows(data: Any, prefix: str = "") -> list[tuple[str, dict[str, Any]]]:
@@ -49,7 +49,7 @@ def seed_sections(seeds: Source | None) -> list[Block]:
         return []
     blocks: list[Block] = [Heading("Across seeds", 2, "seeds")]
     if not seeds.ok:
-        return blocks + [Note(f"{seeds.note()} (rightsize seeds --json PATH).")]
+        return blocks + [Note(f"{seeds.note()} (rightsize spread --json PATH).")]
     rows = seed_rows(seeds.data)
     if not rows:
         return blocks + [Note(f"{seeds.path} holds no metric with a mean.")]

@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from rightsize.reporting.doc import Block, Bullets, Heading, Note, Para, table
-from rightsize.reporting.load import Source
 from rightsize.reporting.provenance import caveat
+from rightsize.reporting.sources import Source
 
 OLD_FORMAT = "metrics/sizing.json is not a measured sizing (old format?): dvc repro sizing."
 

@@ -10,8 +10,8 @@ from rightsize import fmt
 from rightsize.fmt import get, num
 from rightsize.reporting import figures_tokens
 from rightsize.reporting.doc import Block, Heading, Note, Para, table
-from rightsize.reporting.load import ReportInputs, Source
 from rightsize.reporting.sections_planted import planted_attention_blocks
+from rightsize.reporting.sources import ReportInputs, Source
 
 __all__ = ["ecg_input_blocks", "planted_attention_blocks", "token_cost_blocks"]
 from rightsize.reporting.provenance import caveat, measured_where

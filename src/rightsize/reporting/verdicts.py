@@ -17,8 +17,8 @@ import numpy as np
 from rightsize import fmt
 from rightsize.fmt import get, num
 from rightsize.reporting.config import ReportConfig
-from rightsize.reporting.load import ReportInputs, Source
 from rightsize.reporting.provenance import elsewhere_words
+from rightsize.reporting.sources import ReportInputs, Source
 
 GPU_QUESTION = "Do probe training and evaluation need a GPU?"
 FUSION_QUESTION = "Does fusion beat concatenation (test MAE)?"

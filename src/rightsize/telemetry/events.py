@@ -26,8 +26,8 @@ from fnmatch import fnmatchcase
 
 import numpy as np
 
-from rightsize.telemetry.records import Buffer
 from rightsize.telemetry.table import Problem
+from rightsize.telemetry.tfrecord import Buffer
 from rightsize.telemetry.wire import Malformed, fields, plugin_name, signed, tensor_scalar
 
 SCALARS = "scalars"

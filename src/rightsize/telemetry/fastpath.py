@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from rightsize.telemetry.events import SCALARS, FileEvents, TagIndex
-from rightsize.telemetry.records import Buffer
+from rightsize.telemetry.tfrecord import Buffer
 
 _MIN_PAYLOAD = 20      # 9 (wall) + 2 (summary key+len) + 2 (value) + 2 (tag) + 5 (float)
 _FNV_PRIME = np.uint64(1099511628211)

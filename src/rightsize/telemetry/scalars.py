@@ -1,6 +1,6 @@
 """Read every scalar under a root into one columnar :class:`ScalarTable`, and write it out.
 
-Pipeline per file: :func:`~rightsize.telemetry.records.scan_records` (framing, CRCs, damage)
+Pipeline per file: :func:`~rightsize.telemetry.tfrecord.scan_records` (framing, CRCs, damage)
 -> :func:`~rightsize.telemetry.fastpath.decode_simple` (vectorised one-scalar events)
 -> :func:`~rightsize.telemetry.events.decode_generic` (everything else). Per run, each tag's
 plugin is the own plugin of its first value that has one (TensorBoard's rule), and the
@@ -27,9 +27,9 @@ from rightsize.errors import InputError, IntegrityError
 from rightsize.ground.regular_file import open_regular
 from rightsize.telemetry.events import SCALARS, FileEvents, TagIndex, decode_generic
 from rightsize.telemetry.fastpath import decode_simple
-from rightsize.telemetry.records import Buffer, scan_segments
 from rightsize.telemetry.runs import CannotRead, EventFile, Unreadable, scan
 from rightsize.telemetry.table import SCHEMA, FileInfo, Problem, ScalarTable, string_array
+from rightsize.telemetry.tfrecord import Buffer, scan_segments
 
 log = logging.getLogger(__name__)
 

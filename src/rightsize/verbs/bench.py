@@ -122,7 +122,7 @@ def run_bench_encoder(args: argparse.Namespace) -> int:
     torch.set_num_threads(threads)
     geometry = model.geometry()
     spec = make_spec(model.family, model.size, geometry, key)
-    from rightsize.sizing import load as cpu_load
+    from rightsize.sizing import load_average as cpu_load
 
     cpu = cfg.device == "cpu"
     loads = cpu_load.LoadLog(os.cpu_count() or 1, reader=cpu_load.read_load)

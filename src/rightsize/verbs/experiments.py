@@ -1,4 +1,5 @@
-"""Verbs: seeds (mean ± sd across DVC experiments) and sweep (queue one experiment per seed)."""
+"""Verbs: spread (mean ± sd across DVC experiments; ``seeds`` is its old name, still
+accepted) and sweep (queue one experiment per seed)."""
 
 from __future__ import annotations
 
@@ -9,16 +10,17 @@ import sys
 from rightsize import console
 from rightsize.errors import InputError
 
-SEEDS_EPILOG = """\
+SPREAD_EPILOG = """\
 example:
   dvc exp run --queue -S train.seed=5,10,15 && dvc queue start -j 1   # or: rightsize sweep
-  rightsize seeds --metrics-prefix metrics/headline/probes/
-  rightsize seeds --json metrics-seeds.json
+  rightsize spread --metrics-prefix metrics/headline/probes/
+  rightsize spread --json metrics-spread.json
 
 Rows: the baseline and the HEAD commit's finished experiments; failed, queued and
 running experiments are left out. The baseline is the workspace (the metrics files the
 report reads), or HEAD's committed numbers with --baseline head; a line says when they
 differ (dvc repro on another CPU). sd is the sample standard deviation (n-1).
+`rightsize seeds` is the old name of this verb and still works (an alias).
 """
 
 SWEEP_EPILOG = """\
@@ -37,12 +39,13 @@ are not there. --run-all runs the queue in the foreground (dvc exp run --run-all
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    """Add the ``seeds`` and ``sweep`` verbs to the rightsize parser."""
+    """Add the ``spread`` (alias ``seeds``) and ``sweep`` verbs to the rightsize parser."""
     p = sub.add_parser(
-        "seeds", parents=[common], help="mean ± sd of every metric across DVC experiments",
+        "spread", aliases=["seeds"], parents=[common],
+        help="mean ± sd of every metric across DVC experiments",
         description="Summarize every numeric metric across the HEAD commit and its DVC\n"
                     "experiments (dvc exp show --json): mean ± sd, n, min and max.",
-        epilog=SEEDS_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=SPREAD_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--json", metavar="PATH", help="write the summary as JSON ('-' = stdout)")
     p.add_argument("--metrics-prefix", metavar="PREFIX", action="append", default=[],
@@ -52,12 +55,12 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--baseline", choices=("workspace", "head"), default="workspace",
                    help="the baseline row: the workspace's metrics files, as the report "
                         "reads them (default), or HEAD's committed ones")
-    p.set_defaults(func=run_seeds)
+    p.set_defaults(func=run_spread)
 
     q = sub.add_parser(
         "sweep", parents=[common], help="queue and run one DVC experiment per seed",
         description="Queue one DVC experiment per value (dvc exp run --queue -S), run the\n"
-                    "queue, wait, surface failures, then print the seeds summary.",
+                    "queue, wait, surface failures, then print the spread summary.",
         epilog=SWEEP_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     q.add_argument("targets", nargs="*", metavar="STAGE",
@@ -126,8 +129,8 @@ def _emit(rows, summary, json_path: str | None) -> None:
         _print_table(rows, summary)
 
 
-def run_seeds(args: argparse.Namespace) -> int:
-    """``rightsize seeds``: mean ± sd per metric across HEAD and its experiments."""
+def run_spread(args: argparse.Namespace) -> int:
+    """``rightsize spread`` (or ``seeds``): mean ± sd per metric across HEAD and its experiments."""
     from rightsize import experiments as ex
 
     records = ex.exp_show()

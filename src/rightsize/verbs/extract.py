@@ -185,7 +185,7 @@ def _read_json(path: str) -> dict[str, Any]:
 def run_extract(args: argparse.Namespace) -> int:
     """Plan, run the shards still to do, close the folder when complete, write metrics."""
     from rightsize import atomic
-    from rightsize.extraction.records import parse_task, read_record_list
+    from rightsize.extraction.record_list import parse_task, read_record_list
 
     cfg = _config(args)
     if args.dry_run and cfg.executor != "slurm":

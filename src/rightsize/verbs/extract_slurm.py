@@ -68,7 +68,7 @@ def run_extract_slurm(args: Any, cfg: Any, records: Any,
     import time
 
     from rightsize.extraction.plan import survey
-    from rightsize.extraction.records import task_shards
+    from rightsize.extraction.record_list import task_shards
     from rightsize.extraction.slurm import job_script
 
     out = Path(args.out)

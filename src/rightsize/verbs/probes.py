@@ -9,7 +9,7 @@ from typing import Any
 
 from rightsize import console
 from rightsize.errors import InputError
-from rightsize.probe_registry import PROBES
+from rightsize.probe_names import PROBES
 from rightsize.verbs import headline
 
 _PROBES = " | ".join(PROBES)
@@ -112,9 +112,10 @@ def _setup(args: argparse.Namespace) -> tuple[Any, str]:
     from rightsize.params import load_block
     from rightsize.probes.engine.config import DEVICES, TrainConfig
     from rightsize.probes.engine.estimator import Estimator
+    from rightsize.probes.registry import spec
 
     cfg = load_block(args.params, "train", TrainConfig)  # bad params name their key first
-    est = Estimator(args.probe, cfg)
+    est = Estimator(spec(args.probe), cfg)
     name = args.device or cfg.device
     if name not in DEVICES:
         raise InputError(f"--device: must be one of {', '.join(DEVICES)}, got {name!r}")
@@ -177,7 +178,7 @@ def _load(args: argparse.Namespace) -> tuple[Any, Any, Any, dict[str, Any], Any,
     """Shared start of evaluate / missing-modality: configs, arrays, checkpoint."""
     cfg, device = _setup(args)
     from rightsize.atomic import check_writable
-    from rightsize.cohort.load import load_arrays
+    from rightsize.cohort.load_manifest import load_arrays
     from rightsize.probes.engine.checkpoint import load_checkpoint, read_sidecar
     from rightsize.probes.engine.estimator import check_inputs
     from rightsize.probes.engine.integrity import check_contents

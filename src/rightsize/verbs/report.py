@@ -31,7 +31,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--metrics", default="metrics", help="metrics directory (default: metrics)")
     p.add_argument("-o", "--out", default="reports", help="output directory (default: reports)")
     p.add_argument("--seeds-json", default=None, metavar="PATH",
-                   help="output of `rightsize seeds --json`: adds mean +- sd across seeds")
+                   help="output of `rightsize spread --json`: adds mean +- sd across seeds")
     p.add_argument("--json", nargs="?", const="-", default=None, metavar="PATH",
                    help="write what was written and the verdicts as JSON to PATH; '-' or no "
                         "PATH prints it on stdout instead of the verdict lines")

@@ -107,7 +107,8 @@ def load_checkpoint(model_dir: str | os.PathLike[str], probe: str | None = None,
     wpath = Path(model_dir) / weights
     if not wpath.is_file():
         raise InputError(f"{wpath}: weights file not found")
-    numpy_model = probe_spec(name).numpy_model
+    probe_of = probe_spec(name)         # the name the sidecar holds, resolved once
+    numpy_model = probe_of.numpy_model
     if weights == NPZ_WEIGHTS:
         if numpy_model is None:
             raise DataError(f"{wpath}: probe {name!r} has no numpy model")
@@ -116,7 +117,7 @@ def load_checkpoint(model_dir: str | os.PathLike[str], probe: str | None = None,
     from rightsize.probes.engine.build import load_torch_model
 
     try:
-        model = load_torch_model(name, side["arch"], device, accelerate)
+        model = load_torch_model(probe_of, side["arch"], device, accelerate)
     except (KeyError, TypeError, ValueError) as exc:
         raise DataError(f"{Path(model_dir) / SIDECAR}: bad arch block ({exc})") from None
     probe = Probe(name, model.load_weights(wpath), std)

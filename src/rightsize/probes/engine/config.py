@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, make_dataclass
 
 from rightsize.params import require
-from rightsize.probe_registry import PROBES, check_probe_list
+from rightsize.probe_names import PROBES, check_probe_list
 from rightsize.probes.models.concat import ConcatConfig
 from rightsize.probes.models.ecg import EcgConfig
 from rightsize.probes.models.echo import EchoConfig

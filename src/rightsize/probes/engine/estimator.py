@@ -1,7 +1,8 @@
 """One interface for every probe: architecture, fit (K seed replicas), load, input checks.
 
-An :class:`Estimator` is a probe's spec (:mod:`rightsize.probes.registry`) with
-the ``train`` config. ``fit`` trains K replicas and returns one :class:`FitResult` per
+An :class:`Estimator` is a probe's spec (:class:`~rightsize.probes.spec.ProbeSpec`, which
+the caller resolves once from the probe's name: :func:`rightsize.probes.registry.spec`)
+with the ``train`` config. ``fit`` trains K replicas and returns one :class:`FitResult` per
 seed, each holding a :class:`~rightsize.probes.engine.predict.Probe` (predict / mae / attention,
 saved and loaded by :mod:`rightsize.probes.engine.checkpoint`); train, evaluate, the
 missing-modality test, the footprint and the seed replicas all go through these. A
@@ -23,14 +24,14 @@ from typing import Any
 from rightsize import console
 from rightsize.errors import InputError
 from rightsize.probes import accel
-from rightsize.probes.engine.build import build_module, config_defaults
+from rightsize.probes.engine.build import build_module
 from rightsize.probes.engine.config import INPUT_OVERRIDES, SCHEDULE_KEYS, TrainConfig
 from rightsize.probes.engine.data import Moments, SplitData, Standardizer, ecg_tokens
 from rightsize.probes.engine.fitted import FitResult
 from rightsize.probes.engine.loop import train as train_loop
 from rightsize.probes.engine.predict import Probe
 from rightsize.probes.engine.runlog import RunLog
-from rightsize.probes.registry import ProbeSpec, spec
+from rightsize.probes.spec import ProbeSpec
 
 
 @dataclass(frozen=True)
@@ -51,11 +52,11 @@ class FitJob:
 
 
 class Estimator:
-    """Probe ``name`` under ``cfg`` on ``device``."""
+    """Probe ``probe`` (its spec) under ``cfg`` on ``device``."""
 
-    def __init__(self, name: str, cfg: TrainConfig, device: str = "cpu") -> None:
-        self.name, self.cfg, self.device = name, cfg, device
-        self.spec: ProbeSpec = spec(name)
+    def __init__(self, probe: ProbeSpec, cfg: TrainConfig, device: str = "cpu") -> None:
+        self.spec, self.cfg, self.device = probe, cfg, device
+        self.name = probe.name
         self.probe_config = self.spec.block(cfg)
 
     def config_for(self, n_tokens: int) -> Any:
@@ -86,14 +87,14 @@ class Estimator:
         Without ``arch`` (before the data is read) the answer is the config's alone.
         """
         settings = self._settings(arch)
-        return accel.select(self.spec.accelerators, settings, config_defaults(self.name),
+        return accel.select(self.spec.accelerators, settings, self.spec.defaults(),
                             on=self.cfg.accelerate)
 
     def skipped_accelerators(self, arch: dict[str, Any] | None = None) -> str:
         """Why none of the probe's declared accelerators applies ("" when one does, or the
         probe declares none): :func:`rightsize.probes.accel.skipped`."""
         settings = self._settings(arch)
-        return accel.skipped(self.spec.accelerators, settings, config_defaults(self.name),
+        return accel.skipped(self.spec.accelerators, settings, self.spec.defaults(),
                              on=self.cfg.accelerate)
 
     def _settings(self, arch: dict[str, Any] | None) -> dict[str, Any]:
@@ -111,7 +112,7 @@ class Estimator:
 
     def build(self, arch: dict[str, Any]) -> Any:
         """The textbook torch module for ``arch`` (fresh parameters)."""
-        return build_module(self.name, arch)
+        return build_module(self.spec, arch)
 
     def fit(self, train: SplitData, val: SplitData, seeds: list[int],
             runlog: RunLog | None = None) -> list[FitResult]:

@@ -18,26 +18,28 @@ from rightsize.probes.engine.data import split_data
 from rightsize.probes.engine.estimator import Estimator, FitResult
 from rightsize.probes.engine.replicas import seed_list
 from rightsize.probes.engine.runlog import RunLog
+from rightsize.probes.spec import ProbeSpec
 
 __all__ = ["FitResult", "resolve_device", "train_probe", "train_seeds"]
 
 
-def train_seeds(name: str, arrays: CohortArrays, cfg: TrainConfig, device: str = "cpu",
+def train_seeds(probe: ProbeSpec, arrays: CohortArrays, cfg: TrainConfig, device: str = "cpu",
                 runlog: RunLog | None = None) -> list[FitResult]:
-    """One :class:`FitResult` per seed ``train.seed ... train.seed + train.seeds - 1``.
+    """Probe ``probe`` (its spec: :func:`rightsize.probes.registry.spec` of its name):
+    one :class:`FitResult` per seed ``train.seed ... train.seed + train.seeds - 1``.
 
     ``runlog`` receives replica 0's epochs (its per-step wall times are the steps of all
     replicas together).
     """
-    est = Estimator(name, cfg, device)
+    est = Estimator(probe, cfg, device)
     return est.fit(split_data(arrays, "train"), split_data(arrays, "val"), seed_list(cfg),
                    runlog)
 
 
-def train_probe(name: str, arrays: CohortArrays, cfg: TrainConfig, device: str = "cpu",
+def train_probe(probe: ProbeSpec, arrays: CohortArrays, cfg: TrainConfig, device: str = "cpu",
                 runlog: RunLog | None = None) -> FitResult:
-    """Probe ``name`` with seed ``train.seed`` alone (one replica)."""
-    return train_seeds(name, arrays, dataclasses.replace(cfg, seeds=1), device, runlog)[0]
+    """Probe ``probe`` with seed ``train.seed`` alone (one replica)."""
+    return train_seeds(probe, arrays, dataclasses.replace(cfg, seeds=1), device, runlog)[0]
 
 
 def resolve_device(name: str) -> str:

@@ -13,7 +13,7 @@ from sizing_fixtures import SIZING_BLOCK, bench_dict, disk_dict
 from rightsize.cli import main
 from rightsize.errors import MachineBusy
 from rightsize.params import parse
-from rightsize.sizing import load as cpu_load
+from rightsize.sizing import load_average as cpu_load
 from rightsize.sizing.config import ScenarioCount, SizingConfig
 from rightsize.sizing.plan import size_all
 

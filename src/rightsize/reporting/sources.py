@@ -2,7 +2,8 @@
 
 Every input becomes a :class:`Source`: the data (parsed JSON, or CSV columns as numpy
 arrays) plus a status, so a section can say *not run* instead of crashing. Nothing here
-interprets the numbers; :func:`get` and :func:`num` look up dotted keys defensively.
+interprets the numbers; :func:`rightsize.fmt.get` and :func:`~rightsize.fmt.num` look up
+dotted keys defensively.
 """
 
 from __future__ import annotations
