@@ -31,8 +31,11 @@ def summarise(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for r in lines:
         cells[(r.get("recipe", "tokens"), r["tokens"], r["train"], r["leads"],
                r["gain"])].append(r)
-        if r["kind"] == "told_learner":
-            told_of[(r["tokens"], r["train"], r["leads"], r["gain"])].append(r)
+        cohort = (r["tokens"], r["train"], r["leads"], r["gain"])
+        if r["kind"] == "told_learner" and not any(   # once per learner (any recipe's run)
+                (t["cohort_seed"], t["seed"]) == (r["cohort_seed"], r["seed"])
+                for t in told_of[cohort]):
+            told_of[cohort].append(r)
     rows = []
     for (recipe, tokens, train, leads, gain), rs in sorted(
             cells.items(), key=lambda kv: (kv[0][0] != "tokens", *kv[0])):
