@@ -102,7 +102,8 @@ def _token_cost(*args: str) -> subprocess.CompletedProcess:
 @pytest.fixture(scope="module")
 def measured(tmp_path_factory):
     root = tmp_path_factory.mktemp("token_cost")
-    params = {"cohort": COHORT, "train": {**TRAIN, "fused": {**TRAIN["fused"], "epochs": 4}},
+    fused = {**TRAIN["fused"], "epochs": 4, "tokens": {"epochs": 5}}   # N > 1: 5 epochs
+    params = {"cohort": COHORT, "train": {**TRAIN, "fused": fused},
               "evaluate": EVALUATE, "token_cost": {"tokens": [1, 3], "epochs_timed": 2}}
     (root / "params.yaml").write_text(yaml.safe_dump(params))
     (root / "cases").mkdir()
@@ -121,16 +122,19 @@ def test_token_cost_measures_every_count_and_says_what_is_extrapolated(measured)
     assert rc == 0
     out = json.loads((root / "token_cost.json").read_text())
     assert sorted(p.name for p in root.iterdir()) == ["cases", "params.yaml", "token_cost.json"]
-    assert out["probe"] == "fused" and out["seeds"] == 1 and out["epochs"] == 4
+    assert out["probe"] == "fused" and out["seeds"] == 1 and out["epochs"] == 5
     one, three = out["cases"]["tokens_1"], out["cases"]["tokens_3"]
+    assert (one["epochs"], three["epochs"]) == (4, 5)       # each count's recipe
     assert one["accelerator"] == "fused_pooled" and three["accelerator"] == "fused_tokens"
     for case, n in ((one, 1), (three, 3)):
         assert case["ecg_tokens"] == n and case["epochs_run"] == 2
         assert case["payload_bytes"] == 120 * (3 * 16 + n * 12) * 4
         assert case["manifest_bytes"] > 0 and case["build_s"] > 0
         assert case["peak_rss_mb"] > case["build_peak_rss_mb"] > 0
-        assert not case["measured_whole"] and case["basis"].startswith("extrapolated: 2 of 4")
-        assert case["train_eval_s"] == pytest.approx(case["process_s"] + 2 * case["epoch_s"])
+        assert not case["measured_whole"]
+        assert case["basis"].startswith(f"extrapolated: 2 of {case['epochs']}")
+        assert case["train_eval_s"] == pytest.approx(case["process_s"]
+                                                     + (case["epochs"] - 2) * case["epoch_s"])
         assert case["process_s"] > case["fit_s"] > 0
     assert three["manifest_bytes"] > one["manifest_bytes"]
     assert out["max_tokens"]["ecg_tokens"] == 3

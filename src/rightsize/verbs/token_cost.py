@@ -26,8 +26,9 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
             "modality metrics, planted truth). Records the manifest's bytes, the build's and\n"
             "the train + evaluate's wall-clock and peak RSS. With token_cost.epochs_timed\n"
             "E_t > 0 the training runs E_t epochs and the train + evaluate is extrapolated to\n"
-            "train.fused.epochs from the median of epochs 2..E_t (read from the run's event\n"
-            "file); every number says whether it was measured whole or extrapolated. Scratch\n"
+            "the recipe's epochs (train.fused.tokens.epochs at N > 1, else train.fused.epochs)\n"
+            "from the median of epochs 2..E_t (read from the run's event file); every number\n"
+            "says whether it was measured whole or extrapolated. Scratch\n"
             "files go to a temporary folder (--workdir), removed when the count finishes.\n"
             "With --cases DIR (stage token_cost): join DIR/tokens_<N>.json of every count of\n"
             "token_cost.tokens into one JSON (and the headline)."),
@@ -153,12 +154,8 @@ def _gather(args: argparse.Namespace) -> int:
                             f"{part.get('epochs_timed')}, params say {cfg.epochs_timed} "
                             f"(dvc repro token_cost_case@{n})")
         parts.append(part)
-    epochs = {p["epochs"] for p in parts}
-    if len(epochs) != 1:
-        raise DataError(f"{args.cases}: the counts were measured at different "
-                        f"train.fused.epochs {sorted(epochs)} (dvc repro token_cost)")
-    out = summary([p["case"] for p in parts], cfg, epochs.pop(), parts[-1]["hardware"],
-                  max(p["rss_floor_mb"] for p in parts))
+    cases = [{**p["case"], "epochs": p["epochs"]} for p in parts]   # each count's recipe
+    out = summary(cases, cfg, parts[-1]["hardware"], max(p["rss_floor_mb"] for p in parts))
     out["machine"] = joined_stamp([p.get("machine") for p in parts])
     console.emit_json(args.json, out)
     if args.headline:

@@ -199,19 +199,22 @@ def case_result(tokens: int, manifest_bytes: int, payload: int, build: Measured,
     }
 
 
-def summary(cases: list[dict[str, Any]], cfg: TokenCostConfig, epochs: int,
-            hardware: dict[str, Any], floor_mb: float) -> dict[str, Any]:
-    """``metrics/token_cost.json``: one node ``cases.tokens_<N>`` per count, plus what every
-    count shares (``rss_floor_mb``: the measuring process's own peak, below which a child's
-    peak RSS cannot read) and the largest count's headline numbers under ``max_tokens``."""
+def summary(cases: list[dict[str, Any]], cfg: TokenCostConfig, hardware: dict[str, Any],
+            floor_mb: float) -> dict[str, Any]:
+    """``metrics/token_cost.json``: one node ``cases.tokens_<N>`` per count (with the epochs
+    of the recipe it trains: ``train.fused.tokens`` at N > 1), plus what every count shares
+    (``rss_floor_mb``: the measuring process's own peak, below which a child's peak RSS cannot
+    read) and the largest count's headline numbers under ``max_tokens`` (``epochs``: its
+    recipe's)."""
+    top = max(cases, key=lambda c: c["ecg_tokens"])
     out: dict[str, Any] = {
-        "probe": PROBE, "seeds": 1, "epochs": int(epochs), "epochs_timed": cfg.epochs_timed,
+        "probe": PROBE, "seeds": 1, "epochs": int(top["epochs"]),
+        "epochs_timed": cfg.epochs_timed,
         "tokens": [int(n) for n in cfg.tokens],
         "cases": {f"tokens_{c['ecg_tokens']}": c for c in cases},
         "rss_floor_mb": float(floor_mb),
         "hardware": hardware,
     }
-    top = max(cases, key=lambda c: c["ecg_tokens"])
     out["max_tokens"] = {k: top[k] for k in ("ecg_tokens", "train_eval_s", "peak_rss_mb",
                                              "manifest_bytes", "measured_whole")}
     return out
