@@ -82,8 +82,8 @@ def main() -> None:
                 rows.append(f"| {r} | {n} | {c['train_eval_s']:.1f} | {c['build_s']:.1f} | "
                             f"{c['peak_rss_mb']:.0f} | {c.get('accelerator')} | {last}")
                 print(rows[-1], flush=True)
-    what = ("the shipped params on the default cohort (`ecg_events` 16; the recipe that finds "
-            "the planted event)" if a.shipped else
+    what = ("the shipped params on the default cohort (the pooled recipe at 1 token, "
+            "`train.fused.tokens` above)" if a.shipped else
             "the one-token recipe's params (fusion_dim 32, heads 1, hidden 64, 80 epochs) at "
             "4,104 subjects")
     medians = "; ".join(f"{n} / 1 median {statistics.median(v):.2f}x, fastest {min(v):.2f}x"

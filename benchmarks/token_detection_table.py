@@ -133,7 +133,8 @@ def figure(rows: list[dict[str, Any]], hardware: str, path: Path) -> None:
         rs = sorted(rs, key=lambda r: r["energy_ratio"])
         x = [r["energy_ratio"] for r in rs]
         style = "o-" if recipe == "tokens" else "s--"
-        label = f"{leads} lead{'s' if leads > 1 else ''}, {recipe} recipe"
+        name = {"tokens": "token recipe (shipped)", "pooled": "pooled recipe"}.get(recipe, recipe)
+        label = f"{leads} lead{'s' if leads > 1 else ''}, {name}"
         c = colours.get(leads)
         ax[0].plot(x, [r["found_share"] for r in rs], style, color=c, label=label)
         ax[1].plot(x, [r["best_head_val_mean"] for r in rs], style, color=c, label=label)
