@@ -36,6 +36,7 @@ TINY_PARAMS: dict[str, Any] = {
     "train.fused.epochs": 3,
     "train.fused.fusion_dim": 32,
     "train.fused.hidden": 32,
+    "train.fused.tokens.epochs": 3,   # the token-level recipe (its width, heads, hidden as shipped)
     "evaluate.n_bootstrap": 200,
     "evaluate.n_bootstrap_missing": 100,
     "footprint.clips": [1, 4],

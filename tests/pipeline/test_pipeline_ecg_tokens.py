@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import yaml
 from pipeline_helpers import PROBES, dvc, repro_stages
 
 from rightsize.experiments import flatten
@@ -30,7 +31,12 @@ def test_exp_run_at_ecg_tokens_trains_every_probe_and_scores_the_planted_token(
     assert json.loads((project / "metrics/eval/concat.json").read_text())["ecg_pooling"] == "mean"
     fused = flatten(json.loads((project / "metrics/eval/fused.json").read_text()))
     heads = sorted(k for k in fused if k.startswith("attention.echo_to_ecg.h"))
-    assert heads == [f"attention.echo_to_ecg.h{j}" for j in range(4)]       # 4 heads
+    recipe = yaml.safe_load((project / "params.yaml").read_text())["train"]["fused"]["tokens"]
+    assert heads == [f"attention.echo_to_ecg.h{j}" for j in range(recipe["heads"])]
+    arch = json.loads((project / "metrics/train/fused.json").read_text())["arch"]
+    assert (arch["fusion_dim"], arch["heads"], arch["hidden"]) == (
+        recipe["fusion_dim"], recipe["heads"], recipe["hidden"])   # train.fused.tokens trained
+    assert json.loads((project / "metrics/eval/fused.json").read_text())["epochs"] == 3
     assert fused["attention.echo_to_ecg.uniform"] == pytest.approx(1 / (1 + TOKENS))
     assert 0 < fused["attention.echo_to_ecg.best_head_val_mean"] <= 1
     assert {f"attention.echo_to_ecg.r{k}.best_head_val" for k in range(5)} <= set(fused)
