@@ -78,3 +78,12 @@ def test_token_cost_times_the_token_recipe_for_its_timed_epochs():
     at93, at1 = parse_case(params, 93), parse_case(params, 1)
     assert at93.epochs == TOKEN_RECIPE["epochs"] and at1.epochs == TRAIN["fused"]["epochs"]
     assert at93.train.fused.for_ecg_tokens(93).fusion_dim == 8
+
+
+def test_the_train_block_answers_per_token_count():
+    plain = small_train_config(epochs=3)
+    cfg = dataclasses.replace(plain, fused=dataclasses.replace(plain.fused,
+                                                               tokens=TOKEN_RECIPE))
+    assert (cfg.epochs("fused"), cfg.epochs("fused", 93)) == (3, 4)   # the progress bar's total
+    assert cfg.block("fused", 93).fusion_dim == 8 and cfg.block("fused", 93).tokens is None
+    assert cfg.block("fused").tokens is None and cfg.block("echo", 93) is cfg.echo

@@ -54,6 +54,7 @@ def train_and_evaluate(probe: str, manifest: str, cfg: TrainConfig, device: str,
     from rightsize.machine import stamp as machine_stamp
     from rightsize.measure import Timer, hardware_stamp, peak_rss_mb
     from rightsize.probes.engine.checkpoint import save_checkpoint
+    from rightsize.probes.engine.data import ecg_tokens
     from rightsize.probes.engine.integrity import record_contents
     from rightsize.probes.engine.replicas import save_replicas, seed_list
     from rightsize.probes.engine.runlog import RunLog
@@ -67,7 +68,9 @@ def train_and_evaluate(probe: str, manifest: str, cfg: TrainConfig, device: str,
     with Timer() as t_load:
         arrays = load_arrays(manifest)
         planted = planted_mask(truth, manifest, arrays) if evaluate else None
-    bar = console.Progress(f"{probe}: epoch", total=cfg.epochs(probe), rate_unit="epochs")
+    n_tokens = ecg_tokens(arrays.ecg)
+    bar = console.Progress(f"{probe}: epoch", total=cfg.epochs(probe, n_tokens),
+                           rate_unit="epochs")
 
     def note(epoch: int, train_loss: float, val_loss: float) -> None:   # epoch k/E ...
         bar.set(epoch, f"train_loss {train_loss:.4f} val_loss {val_loss:.4f}")
@@ -83,7 +86,7 @@ def train_and_evaluate(probe: str, manifest: str, cfg: TrainConfig, device: str,
     best = fit.best_epoch - 1
     config = {"seed": cfg.seed, "threads": cfg.threads, "device": device,
               "batch_size": cfg.batch_size, "lr": cfg.lr, "weight_decay": cfg.weight_decay,
-              "accelerate": cfg.accelerate, probe: asdict(getattr(cfg, probe))}
+              "accelerate": cfg.accelerate, probe: asdict(cfg.block(probe, n_tokens))}
     summary = {
         "best_epoch": fit.best_epoch, "epochs": fit.epochs, "steps": fit.steps,
         "train_loss": fit.train_loss[best], "val_loss": fit.val_loss[best],

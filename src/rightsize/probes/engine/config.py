@@ -7,6 +7,7 @@ Parsed once at the CLI edge by :func:`rightsize.params.load_block`; bad values r
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, make_dataclass
+from typing import Any
 
 from rightsize.params import require
 from rightsize.probe_names import PROBES, check_probe_list
@@ -58,9 +59,17 @@ class TrainSettings:
         require(self.weight_decay >= 0, f"{key}.weight_decay",
                 f"must be >= 0, got {self.weight_decay}")
 
-    def epochs(self, probe: str) -> int:
-        """Epochs of ``probe`` (1 for a closed-form probe, whose block has no epochs)."""
-        return int(getattr(getattr(self, probe), "epochs", 1))
+    def block(self, probe: str, ecg_tokens: int = 1) -> Any:
+        """``train.<probe>`` as it trains on ``ecg_tokens`` ECG tokens per subject (a block
+        with ``for_ecg_tokens``, the fused probe's, resolves its ``tokens`` overrides)."""
+        block = getattr(self, probe)
+        resolve = getattr(block, "for_ecg_tokens", None)
+        return resolve(ecg_tokens) if resolve else block
+
+    def epochs(self, probe: str, ecg_tokens: int = 1) -> int:
+        """Epochs of ``probe`` at ``ecg_tokens`` tokens (1 for a closed-form probe, whose block
+        has no epochs)."""
+        return int(getattr(self.block(probe, ecg_tokens), "epochs", 1))
 
 
 @dataclass(frozen=True)
