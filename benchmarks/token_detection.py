@@ -112,7 +112,7 @@ def run_cell(cell: dict[str, Any], params: dict[str, Any], seeds: int, learner_s
     t1 = time.time()
     concat = Estimator(probe_spec("concat"), cfg).fit(tr, va, list(range(seeds)))
     t2 = time.time()
-    block = {k: v for k, v in asdict(cfg.fused.for_ecg_tokens(cell["tokens"])).items()
+    block = {k: v for k, v in asdict(cfg.block("fused", cell["tokens"])).items()
              if k != "tokens"}                   # the fused block that trained, resolved
     scored = tm[tm.any(axis=1)]                  # test rows with a planted event (an ECG)
     null = float(scored.sum(axis=1).mean()) / cell["tokens"]

@@ -39,10 +39,14 @@ class ProbeSpec:
         block = self.config()
         return {f.name: getattr(block, f.name) for f in fields(block)}
 
-    def block(self, cfg: Any) -> Any:
+    def block(self, cfg: Any, ecg_tokens: int = 1) -> Any:
         """The probe's config block of train config ``cfg`` (its defaults when ``cfg`` has
-        none: a probe registered at run time)."""
-        return getattr(cfg, self.name, None) or self.config()
+        none: a probe registered at run time) as it trains on ``ecg_tokens`` ECG tokens per
+        subject: a block with ``for_ecg_tokens`` (the fused probe's ``train.fused.tokens``)
+        resolves its overrides there."""
+        block = getattr(cfg, self.name, None) or self.config()
+        resolve = getattr(block, "for_ecg_tokens", None)
+        return resolve(ecg_tokens) if resolve else block
 
 
 def check_epochs(epochs: int, key: str) -> None:

@@ -15,7 +15,7 @@ from rightsize.probes.models.concat import ConcatConfig
 from rightsize.probes.models.ecg import EcgConfig
 from rightsize.probes.models.echo import EchoConfig
 from rightsize.probes.models.fused import FusedConfig
-from rightsize.probes.registry import SPECS
+from rightsize.probes.registry import SPECS, spec
 
 DEVICES = ("cpu", "cuda", "auto")
 # Keys of a probe's block that shape its training, not its model: left out of its
@@ -60,11 +60,9 @@ class TrainSettings:
                 f"must be >= 0, got {self.weight_decay}")
 
     def block(self, probe: str, ecg_tokens: int = 1) -> Any:
-        """``train.<probe>`` as it trains on ``ecg_tokens`` ECG tokens per subject (a block
-        with ``for_ecg_tokens``, the fused probe's, resolves its ``tokens`` overrides)."""
-        block = getattr(self, probe)
-        resolve = getattr(block, "for_ecg_tokens", None)
-        return resolve(ecg_tokens) if resolve else block
+        """``train.<probe>`` as it trains on ``ecg_tokens`` ECG tokens per subject
+        (:meth:`rightsize.probes.spec.ProbeSpec.block`)."""
+        return spec(probe).block(self, ecg_tokens)
 
     def epochs(self, probe: str, ecg_tokens: int = 1) -> int:
         """Epochs of ``probe`` at ``ecg_tokens`` tokens (1 for a closed-form probe, whose block

@@ -60,10 +60,9 @@ class Estimator:
         self.probe_config = self.spec.block(cfg)
 
     def config_for(self, n_tokens: int) -> Any:
-        """The probe's block as it trains on ``n_tokens`` ECG tokens per subject: a block
-        with ``for_ecg_tokens`` (the fused probe's ``train.fused.tokens``) resolves it."""
-        resolve = getattr(self.probe_config, "for_ecg_tokens", None)
-        return resolve(n_tokens) if resolve else self.probe_config
+        """The probe's block as it trains on ``n_tokens`` ECG tokens per subject
+        (:meth:`rightsize.probes.spec.ProbeSpec.block`)."""
+        return self.spec.block(self.cfg, n_tokens)
 
     def arch(self, data: SplitData) -> dict[str, Any]:
         """The JSON-able architecture of a model for ``data``'s input geometry: the probe,

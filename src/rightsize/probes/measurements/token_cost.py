@@ -110,7 +110,7 @@ def parse_case(params: dict[str, Any], tokens: int) -> TokenCase:
     cfg = parse(TokenCostConfig, params.get("token_cost") or {}, "token_cost")
     for block in ("cohort", "train", "evaluate"):
         require(isinstance(params.get(block), dict), block, "missing block")
-    epochs = parse(TrainConfig, params["train"], "train").fused.for_ecg_tokens(tokens).epochs
+    epochs = parse(TrainConfig, params["train"], "train").epochs(PROBE, int(tokens))
     case = case_params(params, tokens, cfg.epochs_run(epochs))
     return TokenCase(int(tokens), epochs, cfg.epochs_run(epochs), cfg.epochs_timed,
                      parse(CohortConfig, case["cohort"], "cohort"),
