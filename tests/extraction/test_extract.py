@@ -49,11 +49,17 @@ def test_layout_index_checksums_and_cost_only_note(corpus: Path) -> None:
     assert listed == {p.relative_to(out).as_posix() for p in out.rglob("*")
                       if p.is_file() and p.name != "SHA256SUMS"}
     from rightsize.cli import main
+    from rightsize.encoders.compute_dtype import resolve
 
     assert main(["verify", str(out), "-q"]) == 0                  # rightsize verify reads it
     m = metrics(corpus / "m.json")
     assert m["records"] == 6 and m["shards_run"] == 3 and m["complete"]
-    assert m["bf16_vs_float32"] == "not measured on a GPU"
+    chosen = resolve("auto", "cpu")                    # this machine's answer to auto
+    assert m["compute_dtype"] == chosen.as_dict()
+    if chosen.dtype == "float32":
+        assert m["bf16_vs_float32"] == "not measured: the run computed in float32"
+    else:                    # every hidden state up to the stored one, first batch of rank 0
+        assert set(m["bf16_vs_float32"]) == {"inputs", "dtype", *(f"layer_{k}" for k in range(9))}
     assert m["features"].endswith("features for cost only")
 
 
@@ -220,16 +226,16 @@ def test_weights_that_do_not_fit_exit_4_naming_the_tensor(
 
 
 def test_bf16_difference_is_measured_per_layer() -> None:
-    """The comparison a CUDA run reports, exercised with CPU autocast (no GPU here)."""
+    """The comparison a bf16 run reports (rank 0's first batch), here with CPU autocast."""
     import torch
 
+    from rightsize.encoders.compute_dtype import difference
     from rightsize.encoders.models import EcgGeometry
     from rightsize.encoders.weights import build_extractor
-    from rightsize.extraction.worker import bf16_difference
 
     model, _ = build_extractor("small", None, 0, 8, EcgGeometry())
     x = torch.from_numpy(np.random.default_rng(0).uniform(-1, 1, (2, 6000)).astype(np.float32))
-    d = bf16_difference(model, x, (4, 8), "cpu")
-    assert d["inputs"] == 2 and set(d) == {"inputs", "layer_4", "layer_8"}
+    d = difference(model, x, (4, 8), "cpu")
+    assert d["inputs"] == 2 and set(d) == {"inputs", "dtype", "layer_4", "layer_8"}
     for layer in ("layer_4", "layer_8"):
         assert 0 < d[layer]["max_abs"] and 1e-4 < d[layer]["rel_rms"] < 0.2   # bf16: ~3 digits

@@ -134,6 +134,18 @@ def test_a_bench_of_another_geometry_or_batch_is_refused(
     _no_work(corpus)
 
 
+@pytest.mark.parametrize("run_in, bench_in", [("float32", "bfloat16"), ("bfloat16", "float32")])
+def test_a_bench_in_another_compute_dtype_is_refused(
+        corpus: Path, run_in: str, bench_in: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """The ask predicts the dtype the run computes in: a bench timed in the other is refused."""
+    write_params(corpus, size="base", layers=[12], batch_size=4, compute_dtype=run_in)
+    b = _bench_of(corpus, compute_dtype=bench_in)
+    assert extract(corpus, "--bench", str(b), "--sizing", str(REPO / "metrics/sizing.json")) == 4
+    assert (f"the bench computed in {bench_in}; this run computes in {run_in}"
+            in capsys.readouterr().err)
+    _no_work(corpus)
+
+
 @pytest.mark.parametrize("field, value", [("records_per_s_min", -5), ("records_per_s", "NaN"),
                                           ("records_per_s_max", "inf")])
 def test_a_bench_rate_that_is_not_a_rate_is_refused(

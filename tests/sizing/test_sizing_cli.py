@@ -74,7 +74,7 @@ def test_bench_encoder_echo_at_the_published_geometry(tmp_path: Path) -> None:
     (["--size", "huge"], "encoder_bench.models.ecg.size: unknown hubert_ecg size 'huge' "
                          "(known: small, base, large)"),
     (["--compute-dtype", "int8"], "encoder_bench.compute_dtype: unknown dtype 'int8' "
-                                  "(known: float32, bfloat16, float16)"),
+                                  "(known: auto, float32, bfloat16, float16)"),
     (["--batch-sizes", "0,4"], "encoder_bench.models.ecg.batch_sizes: must be positive"),
     (["--device", "tpu"], "encoder_bench.device: must be cpu or cuda"),
     (["--repeats", "2"], "encoder_bench.repeats: must be an integer >= 3"),

@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from rightsize.encoders.compute_dtype import CHOICES as COMPUTE_CHOICES
 from rightsize.extraction.slurm import SlurmConfig
 from rightsize.params import require, require_one_of
 
@@ -34,7 +35,10 @@ class ExtractConfig:
     ``shard_records`` records make a shard, the unit of work and of resumption; batches of
     ``batch_size`` model inputs never cross a shard. ``workers`` processes (0 = one per
     ``threads_per_worker`` cores) each run torch on ``threads_per_worker`` threads: a fixed
-    thread count, so the bytes do not depend on how many workers ran.
+    thread count, so the bytes do not depend on how many workers ran. ``compute_dtype``
+    ``auto`` is resolved where the run starts (bfloat16 on a GPU or a CPU with AMX or
+    AVX512-BF16, else float32; :mod:`rightsize.encoders.compute_dtype`): the shards'
+    fingerprint holds the dtype that ran.
     """
 
     records: str
@@ -50,6 +54,7 @@ class ExtractConfig:
     workers: int = 0
     threads_per_worker: int = 1
     device: str = "cpu"
+    compute_dtype: str = "auto"         # auto | float32 | bfloat16 (encoders/compute_dtype.py)
     skip_bad: bool = False
     executor: str = "local"
     slurm: SlurmConfig = field(default_factory=SlurmConfig)   # --executor slurm's array
@@ -84,6 +89,8 @@ class ExtractConfig:
         require(isinstance(self.device, str)
                 and re.fullmatch(r"cpu|cuda(:[0-9]+)?", self.device) is not None,
                 f"{key}.device", f"must be cpu, cuda or cuda:N, got {self.device!r}")
+        require_one_of(self.compute_dtype, COMPUTE_CHOICES, f"{key}.compute_dtype",
+                       "compute dtype")
         require(bool(self.records), f"{key}.records", "must name a record list")
         for i, name in enumerate(self.to_cohort):
             require(isinstance(name, str) and re.fullmatch(r"[A-Za-z0-9_-]{1,64}", name)
@@ -99,11 +106,21 @@ class ExtractConfig:
         return tuple(sorted(self.layers))
 
     def fingerprint(self) -> dict[str, Any]:
-        """What decides a shard's bytes: a shard written under another fingerprint is redone."""
+        """What decides a shard's bytes: a shard written under another fingerprint is redone.
+        A float32 run's fingerprint has no ``compute_dtype`` key (folders written before the
+        key existed stay valid)."""
         return {"size": self.size, "seed": self.seed, "layers": list(self.stored_layers),
                 "dtype": self.dtype, "crops_per_record": self.crops_per_record,
                 "shard_records": self.shard_records, "batch_size": self.batch_size,
-                "threads_per_worker": self.threads_per_worker, "device": self.device}
+                "threads_per_worker": self.threads_per_worker, "device": self.device,
+                **({} if self.computes_in == "float32" else {"compute_dtype": self.computes_in})}
+
+    @property
+    def computes_in(self) -> str:
+        """The dtype the forwards run in on this machine (``compute_dtype`` resolved)."""
+        from rightsize.encoders.compute_dtype import resolve
+
+        return resolve(self.compute_dtype, self.device).dtype
 
 
 @dataclass(frozen=True)

@@ -13,12 +13,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from rightsize.extraction.config import ExtractConfig
 from rightsize.extraction.finalize import finalize
 from rightsize.extraction.plan import Plan
 from rightsize.extraction.run import RunStats
 from rightsize.extraction.shards import read_done
 
-NOT_ON_GPU = "not measured on a GPU"
+NOT_BF16 = "not measured: the run computed in float32"
 PART_OF = {"read_preprocess_s": "preprocessing", "compute_s": "compute", "write_s": "writing"}
 
 
@@ -115,10 +116,30 @@ def _local_metrics(plan: Plan, ran: LocalRun, wall_s: float, records: int,
                         **{f"rank{r}": v for r, v in sorted(stats.peak_rss_mb.items())}},
         "peak_rss_mb_max_worker": max(stats.peak_rss_mb.values(), default=None),
         "features": plan.identity["features"],
-        "bf16_vs_float32": NOT_ON_GPU if not cfg.device.startswith("cuda")
-        else stats.bf16_check,
+        "compute_dtype": compute_dtype_of(cfg),
+        "bf16_vs_float32": stats.bf16_check or NOT_BF16,
+        "compute_words": compute_words(cfg, stats.bf16_check),
         "complete": counts is not None, "counts": counts,
         "hardware": hardware_stamp(threads=cfg.threads_per_worker * workers,
                                    device=cfg.device),
     }
     return out
+
+
+def compute_dtype_of(cfg: ExtractConfig) -> dict[str, str]:
+    """``extract.compute_dtype`` as resolved on this machine, with what was asked and why."""
+    from rightsize.encoders.compute_dtype import resolve
+
+    return resolve(cfg.compute_dtype, cfg.device).as_dict()
+
+
+def compute_words(cfg: ExtractConfig, check: dict[str, Any] | None) -> str:
+    """The dtype the forwards ran in, why, and (bf16) how far the stored states moved."""
+    from rightsize.encoders.compute_dtype import difference_text
+
+    chosen = compute_dtype_of(cfg)
+    words = f"computed in {chosen['dtype']} ({chosen['requested']}: {chosen['why']})"
+    if check:
+        words += "; " + difference_text(check, cfg.stored_layers) + " (every hidden state: "\
+                 "bf16_vs_float32 in the metrics JSON)"
+    return words

@@ -52,7 +52,8 @@ class WorkerState:
     events: Any = None
     host: str = "localhost"
     step: int = 0
-    bf16_check: dict[str, Any] | None = None
+    bf16_check: dict[str, Any] | None = None   # the first batch in float32 and in computes_in
+    computes_in: str = "float32"       # extract.compute_dtype resolved on this machine
     tokens: int = 93                   # tokens per crop of the input geometry
     on_inputs: Any = None              # progress: called with each batch's input count
     times: dict[str, float] = field(default_factory=lambda: {"read_preprocess_s": 0.0,
@@ -92,7 +93,8 @@ def start_worker(cfg: ExtractConfig, records: RecordList, out: Path, rank: int,
         events = EventWriter(events_dir / f"{host}.rank{rank}", wall_time=time.time(),
                              host=host)
     state = WorkerState(cfg, records, out, rank, model, provenance, events, host,
-                        tokens=conv_lengths(geometry_of(cfg).input_samples)[-1])
+                        tokens=conv_lengths(geometry_of(cfg).input_samples)[-1],
+                        computes_in=cfg.computes_in)
     state.times["startup_s"] = time.perf_counter() - t_start
     return state
 
@@ -141,16 +143,19 @@ def _encode(state: WorkerState, inputs: np.ndarray, where: str = "shard") -> lis
     ``(n, tokens, hidden)`` array per layer, in the storage dtype."""
     import torch
 
+    from rightsize.encoders.compute_dtype import autocast, difference
+
     cfg = state.cfg
     dtype = np.float16 if cfg.dtype == "float16" else np.float32
     out: list[list[np.ndarray]] = [[] for _ in cfg.stored_layers]
     for start in range(0, len(inputs), cfg.batch_size):
         t0 = time.perf_counter()
         batch = torch.from_numpy(inputs[start:start + cfg.batch_size]).to(cfg.device)
-        if cfg.device.startswith("cuda") and state.bf16_check is None:
-            state.bf16_check = bf16_difference(state.model, batch, cfg.stored_layers, "cuda")
+        if state.computes_in != "float32" and state.rank == 0 and state.bf16_check is None:
+            state.bf16_check = difference(state.model, batch, tuple(range(max(cfg.layers) + 1)),
+                                          cfg.device, state.computes_in)
             t0 = time.perf_counter()
-        with torch.inference_mode(), _autocast(cfg.device):
+        with torch.inference_mode(), autocast(state.computes_in, cfg.device):
             hidden = state.model(batch, output_hidden_states=True).hidden_states
         stored = [hidden[layer].float().cpu().numpy().astype(dtype)
                   for layer in cfg.stored_layers]
@@ -173,37 +178,6 @@ def _encode(state: WorkerState, inputs: np.ndarray, where: str = "shard") -> lis
             state.events.add_scalar("extract/records_per_s", per_record / seconds,
                                     state.step, now)
     return [np.concatenate(parts) for parts in out]
-
-
-def bf16_difference(model: Any, batch: Any, layers: tuple[int, ...],
-                    device_type: str) -> dict[str, Any]:
-    """The same batch in float32 and under bf16 autocast: per layer the largest absolute
-    difference and the RMS difference relative to the float32 RMS."""
-    import torch
-
-    with torch.inference_mode():
-        ref = model(batch, output_hidden_states=True).hidden_states
-        with torch.autocast(device_type, dtype=torch.bfloat16):
-            low = model(batch, output_hidden_states=True).hidden_states
-        out: dict[str, Any] = {"inputs": int(batch.shape[0])}
-        for k in layers:
-            a, b = ref[k].float(), low[k].float()
-            diff = a - b
-            out[f"layer_{k}"] = {
-                "max_abs": float(diff.abs().max()),
-                "rel_rms": float(diff.pow(2).mean().sqrt() / a.pow(2).mean().sqrt())}
-    return out
-
-
-def _autocast(device: str) -> Any:
-    """bf16 autocast on CUDA (the tensor cores the ask assumes); nothing on the CPU."""
-    import contextlib
-
-    import torch
-
-    if device.startswith("cuda"):
-        return torch.autocast("cuda", dtype=torch.bfloat16)
-    return contextlib.nullcontext()
 
 
 def run_shard(state: WorkerState, shard: int) -> ShardFile:

@@ -94,6 +94,6 @@ def extract_blocks(src: Source) -> list[Block]:
             "seconds per record and start-up, beside the bench's CPU prediction ("
             "`rightsize sizing --pilot metrics/extract.json` prints the Slurm request from "
             "it): " + "; ".join(words) + "."))
-    blocks.append(Note(f"Features: {d.get('features', '?')}; bf16 vs float32: "
-                       f"{d.get('bf16_vs_float32') or 'see metrics/extract.json'}."))
+    blocks.append(Note(f"Features: {d.get('features', '?')}; "
+                       f"{d.get('compute_words') or 'compute dtype: see metrics/extract.json'}."))
     return blocks

@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from rightsize.encoders.compute_dtype import autocast
 from rightsize.encoders.models import (
     PATCH,
     TUBELET,
@@ -81,12 +82,18 @@ def time_batches(spec: EncoderSpec, device: str, batch_sizes: tuple[int, ...], r
     """Per batch size: median/min/max seconds, records/s (scaled by ``scale``), peak memory.
 
     ``scale`` multiplies measured seconds (the FLOP ratio when timing a truncated model).
+    ``compute_dtype`` is resolved (float32, bfloat16 under autocast, float16 weights cast).
     An allocation failure records ``status: "out_of_memory"`` and skips larger batches.
     """
     import torch
 
-    dtype = getattr(torch, compute_dtype)
-    model = build_model(spec, device, layers=layers).to(dtype)
+    model = build_model(spec, device, layers=layers)
+    if compute_dtype == "float16":               # float16: the weights cast (GPU only)
+        model = model.to(torch.float16)
+    dtype = torch.float16 if compute_dtype == "float16" else torch.float32   # the inputs'
+
+    def context() -> Any:                        # bfloat16: autocast, as extract runs it
+        return autocast("bfloat16" if compute_dtype == "bfloat16" else "float32", device)
     out: dict[str, dict[str, Any]] = {}
     limit: int | None = None
     for batch in sorted(batch_sizes):
@@ -98,7 +105,8 @@ def time_batches(spec: EncoderSpec, device: str, batch_sizes: tuple[int, ...], r
         if on_step:
             on_step(f"batch {batch}")
         try:
-            out[key] = _time_one(model, spec, device, batch, repeats, warmup, dtype, scale)
+            out[key] = _time_one(model, spec, device, batch, repeats, warmup, dtype, scale,
+                                 context)
         except Exception as exc:  # noqa: BLE001 - only allocation failures are recorded
             if not memory.is_out_of_memory(exc):
                 raise
@@ -112,7 +120,7 @@ def time_batches(spec: EncoderSpec, device: str, batch_sizes: tuple[int, ...], r
 
 
 def _time_one(model: Any, spec: EncoderSpec, device: str, batch: int, repeats: int,
-              warmup: int, dtype: Any, scale: float) -> dict[str, Any]:
+              warmup: int, dtype: Any, scale: float, context: Any) -> dict[str, Any]:
     import torch
 
     peak_kind = memory.reset_peak(device)
@@ -124,7 +132,8 @@ def _time_one(model: Any, spec: EncoderSpec, device: str, batch: int, repeats: i
             if cuda:
                 torch.cuda.synchronize()
             start = time.perf_counter()
-            forward_hidden_states(model, spec, x)
+            with context():
+                forward_hidden_states(model, spec, x)
             if cuda:
                 torch.cuda.synchronize()
             if i >= warmup:

@@ -18,7 +18,7 @@ from rightsize.errors import ParamsError
 from rightsize.params import require, require_one_of
 from rightsize.sizing.units import DTYPE_BYTES
 
-COMPUTE_DTYPES = ("float32", "bfloat16", "float16")
+COMPUTE_DTYPES = ("auto", "float32", "bfloat16", "float16")
 KEEP = ("tokens", "pooled")
 SHARD_FORMATS = ("npy", "parquet")
 PAIRED = "paired_cohort"
@@ -158,7 +158,7 @@ class EncoderBenchConfig:
     repeats: int = 3
     warmup: int = 1
     threads: int = 0
-    compute_dtype: str = "float32"
+    compute_dtype: str = "auto"       # auto: what extract computes in here (compute_dtype.py)
 
     def validate(self, key: str = "encoder_bench") -> None:
         """Raise ``ParamsError`` naming ``<key>.<field>`` for a bad value."""

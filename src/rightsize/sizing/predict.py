@@ -43,6 +43,7 @@ class RunShape:
     dtype_bytes: int
     shard_sizes: tuple[int, ...]
     device: str = "cpu"
+    compute_dtype: str = "float32"   # resolved: the dtype the forwards run in
 
     @property
     def records(self) -> int:
@@ -52,7 +53,7 @@ class RunShape:
 
 def check_bench_fits(bench: dict[str, Any], shape: RunShape, name: str) -> None:
     """``DataError`` (exit 4) naming the bench file and both sides when it measured another
-    model, size, crop count, device or not the run's batch size."""
+    model, size, crop count, device, compute dtype or not the run's batch size."""
     want = f"HuBERT-ECG {shape.size}"
     if bench.get("family") != "hubert_ecg" or bench.get("size") != shape.size:
         raise DataError(f"{name}: the bench measured {bench.get('family')} "
@@ -73,6 +74,11 @@ def check_bench_fits(bench: dict[str, Any], shape: RunShape, name: str) -> None:
         raise DataError(f"{name}: the bench timed batch sizes {measured}; this run encodes "
                         f"batches of {shape.batch_size} (extract.batch_size): bench that batch "
                         f"(encoder_bench.models.<model>.batch_sizes)")
+    measured_in = bench.get("compute_dtype", "float32")
+    if measured_in != shape.compute_dtype:
+        raise DataError(f"{name}: the bench computed in {measured_in}; this run computes in "
+                        f"{shape.compute_dtype} (extract.compute_dtype resolved here): set "
+                        f"encoder_bench.compute_dtype to match and bench again")
 
 
 def _depth_scale(bench: dict[str, Any], depth: int) -> float:

@@ -14,10 +14,12 @@ HOUR = 3600.0
 
 
 def where(bench: dict[str, Any]) -> str:
-    """``this machine (Intel Xeon ..., 2 cores, ...), N threads, torch V``: where a CPU bench
-    ran, ``... (not this machine)`` when its machine stamp is another host's."""
+    """``this machine (Intel Xeon ..., 2 cores, ...), N threads, bfloat16, torch V``: where a
+    CPU bench ran and in which dtype, ``... (not this machine)`` when its machine stamp is
+    another host's."""
     hw = bench.get("hardware", {})
-    run = f"{hw.get('threads', '?')} threads, torch {hw.get('torch', '?')}"
+    run = (f"{hw.get('threads', '?')} threads, {bench.get('compute_dtype', 'float32')}, "
+           f"torch {hw.get('torch', '?')}")
     if same_machine(bench) is None:       # a bench file from before the machine stamp
         return f"{hw.get('cpu', '?')} (no machine stamp: maybe not this machine), {run}"
     return f"{machine_phrase(bench)}, {run}"

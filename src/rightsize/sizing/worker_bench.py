@@ -31,11 +31,13 @@ WHAT = ("spawned processes started at once as extract starts its workers: Python
 
 
 def _worker(t0: float, size: str, crops: int, depth: int, threads: int,
-            batches: tuple[int, ...], repeats: int, warmup: int) -> dict[str, Any]:
+            batches: tuple[int, ...], repeats: int, warmup: int,
+            compute_dtype: str) -> dict[str, Any]:
     """In a spawned worker: build the model, then time forwards at each batch size."""
     import numpy as np
     import torch
 
+    from rightsize.encoders.compute_dtype import autocast
     from rightsize.encoders.models import EcgGeometry
     from rightsize.encoders.weights import build_extractor
     from rightsize.encoders.worker_process import exit_without_teardown, prepare
@@ -54,7 +56,8 @@ def _worker(t0: float, size: str, crops: int, depth: int, threads: int,
         with torch.inference_mode():
             for i in range(warmup + repeats):
                 start = time.perf_counter()
-                model(x, output_hidden_states=True)
+                with autocast(compute_dtype, "cpu"):
+                    model(x, output_hidden_states=True)
                 if i >= warmup:
                     seconds.append(time.perf_counter() - start)
         rates[f"batch_{batch}"] = [batch / crops / s for s in seconds]
@@ -64,9 +67,11 @@ def _worker(t0: float, size: str, crops: int, depth: int, threads: int,
 
 
 def bench_workers(size: str, crops: int, depth: int, workers: int, threads: int,
-                  batches: tuple[int, ...], repeats: int, warmup: int) -> dict[str, Any]:
+                  batches: tuple[int, ...], repeats: int, warmup: int,
+                  compute_dtype: str = "float32") -> dict[str, Any]:
     """``workers`` spawned extraction workers of ``threads`` threads, the model ``depth``
-    layers deep: start-up and rate."""
+    layers deep, computing in ``compute_dtype`` (resolved, as extract's forwards): start-up
+    and rate."""
     import multiprocessing as mp
     from concurrent.futures import ProcessPoolExecutor
 
@@ -74,7 +79,7 @@ def bench_workers(size: str, crops: int, depth: int, workers: int, threads: int,
     t0 = time.time()
     with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
         futures = [pool.submit(_worker, t0, size, crops, depth, threads, tuple(batches), repeats,
-                               warmup) for _ in range(workers)]
+                               warmup, compute_dtype) for _ in range(workers)]
         results = [f.result() for f in futures]
         t_done = time.time()
     shutdown = time.time() - t_done
@@ -90,7 +95,8 @@ def bench_workers(size: str, crops: int, depth: int, workers: int, threads: int,
             "records_per_s_per_worker_max": max(every),
             "records_per_s": sum(per_worker)}
     return {"workers": workers, "threads_per_worker": threads, "size": size,
-            "crops_per_record": crops, "layers": depth, "what": WHAT, "repeats": repeats,
+            "crops_per_record": crops, "layers": depth, "compute_dtype": compute_dtype,
+            "what": WHAT, "repeats": repeats,
             "warmup": warmup,
             "startup_s": statistics.median(startups), "startup_s_min": startups[0],
             "startup_s_max": startups[-1], "startup_s_each": startups,

@@ -46,7 +46,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--batch-sizes", default=None, metavar="B,B,...",
                    help="model inputs per forward, comma-separated (overrides the params)")
     p.add_argument("--compute-dtype", default=None,
-                   help="float32, bfloat16 or float16 (overrides the params)")
+                   help="auto, float32, bfloat16 or float16 (overrides the params); auto: "
+                        "bfloat16 on a GPU or a CPU with AMX or AVX512-BF16, else float32")
     p.add_argument("--repeats", default=None, help="timed forwards per batch size (>= 3)")
     p.add_argument("--full-depth", action="store_true",
                    help="time the full model on CPU too (ignore cpu_timing_layers)")
@@ -105,6 +106,7 @@ def run_bench_encoder(args: argparse.Namespace) -> int:
 
     cfg, model = bench_config_from(args)
     check_writable(args.headline)
+    chosen = _compute_dtype(cfg.compute_dtype, cfg.device)
     import torch
 
     from rightsize.encoders.models import make_spec
@@ -133,7 +135,7 @@ def run_bench_encoder(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     result: dict[str, Any] = {"model": args.model}
     result.update(loads.around("the encoder timing", lambda: bench_encoder(
-        spec, cfg.device, model.batch_sizes, cfg.repeats, cfg.warmup, cfg.compute_dtype,
+        spec, cfg.device, model.batch_sizes, cfg.repeats, cfg.warmup, chosen["dtype"],
         model.cpu_timing_layers, on_step=lambda s: console.info(
             f"{args.model}: {s} (at {console.seconds_text(time.perf_counter() - start)})"))))
     measured = ["tokens per layer (output shapes)", "FLOPs (flop_counter)",
@@ -166,7 +168,7 @@ def run_bench_encoder(args: argparse.Namespace) -> int:
                      f"thread(s): start-up and records/s")
         result["workers"] = loads.around("the worker timing", lambda: bench_workers(
             model.size, geometry.crops_per_record, spec.arch.layers, n, model.worker_threads,
-            model.batch_sizes, cfg.repeats, cfg.warmup))
+            model.batch_sizes, cfg.repeats, cfg.warmup, chosen["dtype"]))
         measured.append("extraction workers' start-up (spawn, imports, model build) and "
                         "records/s per worker")
     if cpu or result.get("preprocess"):
@@ -177,6 +179,7 @@ def run_bench_encoder(args: argparse.Namespace) -> int:
             console.warn(f"{args.model}: measured under load {loads.as_dict()['max']:.2f} "
                          f"(above half of {loads.cores} cores): the CPU timings may be slow; "
                          f"--require-quiet waits for a quiet machine")
+    result["compute_dtype_choice"] = chosen
     result["measured"] = "; ".join(measured)
     result["not_measured"] = "; ".join(not_measured) or "nothing"
     result["wall_s"] = time.perf_counter() - start
@@ -191,6 +194,15 @@ def run_bench_encoder(args: argparse.Namespace) -> int:
             console.info(line)
         console.info(f"wrote {args.json}")
     return 0
+
+
+def _compute_dtype(requested: str, device: str) -> dict[str, str]:
+    """``encoder_bench.compute_dtype`` resolved as extract resolves its own (float16 as set)."""
+    from rightsize.encoders.compute_dtype import CHOICES, resolve
+
+    if requested not in CHOICES:
+        return {"dtype": requested, "requested": requested, "why": "set in the params"}
+    return resolve(requested, device).as_dict()
 
 
 def summary_lines(r: dict[str, Any]) -> list[str]:

@@ -144,7 +144,7 @@ def _shape(cfg: Any, shard_sizes: tuple[int, ...]) -> Any:
                     batch_size=cfg.batch_size, size=cfg.size,
                     crops_per_record=cfg.crops_per_record, depth=max(cfg.layers),
                     stored_layers=len(cfg.stored_layers), dtype_bytes=DTYPE_BYTES[cfg.dtype],
-                    shard_sizes=shard_sizes, device=cfg.device)
+                    shard_sizes=shard_sizes, device=cfg.device, compute_dtype=cfg.computes_in)
 
 
 def _prediction(inputs: tuple[Any, Any, Any] | None, cfg: Any, shard_sizes: tuple[int, ...]
@@ -263,4 +263,6 @@ def _run(args: argparse.Namespace, cfg: Any, records: Any, task: tuple[int, int]
                  + (f"; predicted {metrics['prediction_check']['predicted_wall_s_low']:.0f}-"
                     f"{metrics['prediction_check']['predicted_wall_s_high']:.0f} s"
                     if prediction and prediction.get("wall_s_low") else ""))
+    if todo_records and metrics.get("compute_words"):
+        console.info(f"extract: {metrics['compute_words']}")
     return 0
