@@ -94,7 +94,6 @@ class ExistingPath(argparse.Action):
         setattr(namespace, self.dest, values)
 
 
-
 #: The params file a verb reads when ``--params`` is left out.
 PARAMS_FILE = "params.yaml"
 WHEN_PRESENT = f"default: {PARAMS_FILE} when present"
