@@ -176,6 +176,8 @@ def main(argv: list[str] | None = None) -> int:
     console.configure(quiet=args.quiet, debug=args.debug)
     previous = _raise_on_sigterm()
     try:
+        if getattr(args, "fill_params", None):
+            args.fill_params(args)            # --params left out: params.yaml when present
         if getattr(args, "params", None) and getattr(args, "check", None) is None:
             _check_params_file(args.params)   # (cohort --check reads no params file)
         return int(args.func(args) or 0)

@@ -148,9 +148,9 @@ def test_help_keeps_example_lines_as_written(capsys, monkeypatch):
 
 
 
-# Verbs for which a params file is an optional source, read only when named: a default would
-# make them fail outside a project folder (telemetry's flags, demo-run's --seed, ecg-input's
-# --crops, compare-probes' unfiltered comparison stand alone).
+# Verbs for which a params file is an optional source (telemetry's flags, demo-run's --seed,
+# ecg-input's --crops, compare-probes' unfiltered comparison stand alone): --params left out
+# is params.yaml when present, else none, so they still run outside a project folder.
 PARAMS_OPTIONAL = {"telemetry", "demo-run", "ecg-input", "compare-probes"}
 
 
@@ -167,6 +167,9 @@ def test_one_spelling_for_params_json_and_out(verb):
     params = _option(verb, "--params")
     if params is not None and verb not in PARAMS_OPTIONAL:
         assert params.default == "params.yaml" and not params.required, verb
+    if verb in PARAMS_OPTIONAL:
+        assert params.default is None and not params.required, verb
+        assert "default: params.yaml when present" in params.help, verb
     json_opt = _option(verb, "--json")
     if json_opt is not None:                       # --json PATH ('-' = stdout), never a switch
         assert json_opt.nargs in (None, "?"), verb

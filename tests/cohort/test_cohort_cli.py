@@ -27,6 +27,8 @@ def test_build_writes_manifest_and_flat_metrics(tmp_path: Path, params_file, sma
     assert METRIC_KEYS <= set(m)
     stamp = m.pop("machine")              # where the timings were measured (rightsize machine)
     assert set(stamp) >= {"id", "words"}
+    assert m.pop("target") == {"column": "lvef", "name": "LVEF", "unit": "%",   # the report's
+                               "range": [0.0, 100.0], "threshold": 40.0}       # words for it
     assert all(isinstance(v, int | float) for v in m.values())
     assert (m["n_subjects"], m["n_train"], m["n_val"], m["n_test"]) == (120, 80, 16, 24)
     assert (m["max_clips"], m["echo_dim"], m["ecg_dim"]) == (4, 16, 12)

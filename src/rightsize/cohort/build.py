@@ -75,7 +75,7 @@ def cohort_metadata(cfg: CohortConfig, source: Any) -> dict[str, Any]:
         "source": cfg.source,
         "seed": cfg.seed,
         "geometry": geometry,
-        "ef_threshold": cfg.ef_threshold,
+        "ef_threshold": cfg.target.threshold,
         "ef_le_40_prevalence": float(ef.mean()) if ef.size else 0.0,
         "ef_le_40_prevalence_by_split": {
             name: float(ef[split == i].mean()) if (split == i).any() else 0.0
@@ -84,6 +84,8 @@ def cohort_metadata(cfg: CohortConfig, source: Any) -> dict[str, Any]:
                                        cfg.ecg_dim, tokens),
         "echo_payload_bytes": cfg.n_subjects * cfg.echo_values * 4,
     }
+    if not cfg.target.is_default:     # absent for LVEF, so a default manifest keeps its bytes
+        meta["target"] = cfg.target.as_dict()
     meta.update(source.metadata())
     return meta
 

@@ -19,7 +19,7 @@ Example block::
       ecg_event_energy: split  # split | copy: event energy divided over its tokens, or copied
       ecg_event_gain: 1.0      # amplitude of the event's ECG code and content
       row_group_size: 128
-      ef_threshold: 40.0
+      target: {column: lvef, name: LVEF, unit: "%", range: [0, 100], threshold: 40}
       noise_sd: 5.0
       missing_echo_frac: 0.03
       missing_ecg_frac: 0.03
@@ -30,12 +30,14 @@ File paths under ``files`` are relative to the working directory (the repo root 
 ``source: files`` reads either the three files ``echo``, ``ecg`` and ``labels`` or the one
 ``joined`` file (one row per subject; see :mod:`rightsize.cohort.joined_source`), never both.
 ``ecg_tokens: null`` (``source: files`` only) takes the token count from the ECG input.
+``target`` names what the probes predict (:mod:`rightsize.cohort.target`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from rightsize.cohort.target import TargetConfig
 from rightsize.params import require
 
 SOURCES = ("synthetic", "files")
@@ -91,7 +93,8 @@ class CohortConfig:
     ecg_event_energy: str = "split"
     ecg_event_gain: float = 1.0
     row_group_size: int = 128
-    ef_threshold: float = 40.0
+    target: TargetConfig = field(default_factory=TargetConfig)
+    ef_threshold: float | None = None    # moved to target.threshold: refused with a pointer
     noise_sd: float = 5.0
     missing_echo_frac: float = 0.03
     missing_ecg_frac: float = 0.03
@@ -127,8 +130,14 @@ class CohortConfig:
         total = self.splits.train + self.splits.val + self.splits.test
         require(total == self.n_subjects, f"{key}.splits",
                 f"train + val + test = {total} must equal n_subjects = {self.n_subjects}")
-        require(0.0 < self.ef_threshold < 100.0, f"{key}.ef_threshold",
-                "must be a percentage strictly between 0 and 100")
+        require(self.ef_threshold is None, f"{key}.ef_threshold",
+                "moved: set cohort.target.threshold instead")
+        if self.source == "synthetic":
+            require(self.target.column == "lvef", f"{key}.target.column",
+                    "the synthetic cohort's label column is lvef (source: files reads yours)")
+            require(self.target.label() == TargetConfig().label(), f"{key}.target",
+                    "the synthetic cohort generates LVEF (%) in [0, 100]: only "
+                    "target.threshold applies to it (source: files reads your own target)")
         require(self.noise_sd >= 0.0, f"{key}.noise_sd", "must be non-negative")
         for name in ("missing_echo_frac", "missing_ecg_frac"):
             require(0.0 <= getattr(self, name) < 1.0, f"{key}.{name}", "must be in [0, 1)")

@@ -19,7 +19,8 @@ Expected inputs (paths from ``cohort.files``, relative to the working directory)
     folder) is read only when complete and verified (:mod:`~rightsize.cohort.
     extraction_input`: SHA256SUMS present and matching, one fingerprint), else exit 4.
 ``files.labels`` -- CSV with a header:
-    ``subject_id``, ``lvef`` (percent), optional ``split`` (``train``/``val``/``test``);
+    ``subject_id``, the target (``cohort.target.column``: ``lvef``, percent, by default;
+    :mod:`rightsize.cohort.target`), optional ``split`` (``train``/``val``/``test``);
     other columns are ignored. Without ``split``, subjects are shuffled with ``seed`` and
     cut into ``cohort.splits`` sizes; with it, its counts must equal ``cohort.splits``.
 
@@ -28,8 +29,8 @@ The labels file defines the cohort: one manifest row per labelled subject, sorte
 but an embedding file with no rows, or no row of a labelled subject, is an error naming it. A
 labelled subject without echo clips (ECG row) gets ``has_echo`` (``has_ecg``) false and
 zeros. Subject ids are compared as strings (integer ids are cast: ``7`` matches ``"7"``
-but not ``"007"``). ``ef_le_40`` is ``lvef <= ef_threshold``. The files carry no planted
-truth: the truth file gets -1 for every subject.
+but not ``"007"``). ``ef_le_40`` is ``target <= cohort.target.threshold``. The files carry
+no planted truth: the truth file gets -1 for every subject.
 
 Both embedding files are read one parquet row group at a time (only their key columns
 whole), so memory stays near one manifest row group plus one input row group.

@@ -6,7 +6,8 @@ The layout such a team already keeps, read without conversion. One row per subje
 column                 type                    meaning
 =====================  ======================  ===========================================
 subject_id             string or integer       unique subject key
-lvef                   float or integer        percent, in [0, 100]
+lvef                   float or integer        the target (``cohort.target.column``;
+                                               LVEF percent by default), in its ``range``
 split                  string, optional        ``train`` / ``val`` / ``test``; without
                                                it, subjects are shuffled with ``seed``
 echo_embedding         list of floats, or      one pooled vector per study (``echo_dim``
@@ -65,15 +66,17 @@ class JoinedCohort:
         self.cfg = cfg
         self.path = Path(str(cfg.files.joined))
         self.where = str(self.path)
-        self._pf = open_parquet(self.path, ("subject_id", "lvef", ECHO, ECG))
+        target = cfg.target.column
+        self._pf = open_parquet(self.path, ("subject_id", target, ECHO, ECG))
         names = self._pf.schema_arrow.names
-        keys = self._pf.read(columns=[c for c in ("subject_id", "lvef", "split",
+        keys = self._pf.read(columns=[c for c in ("subject_id", target, "split",
                                                   "has_echo_embedding", "has_ecg_embedding")
                                       if c in names])
         ids = string_ids(keys.column("subject_id"), self.path)
-        lvef_col = keys.column("lvef")
+        lvef_col = keys.column(target)
         if not (pa.types.is_floating(lvef_col.type) or pa.types.is_integer(lvef_col.type)):
-            raise DataError(f"{self.where}: column lvef: expected numbers, got {lvef_col.type}")
+            raise DataError(f"{self.where}: column {target}: expected numbers, got "
+                            f"{lvef_col.type}")
         labels = check_labels(ids, lvef_col.to_numpy().astype(np.float64),
                               keys.column("split") if "split" in names else None, cfg,
                               self.path)

@@ -1,4 +1,8 @@
-"""Subject labels of a ``files`` cohort: ids, LVEF and split, checked against the params.
+"""Subject labels of a ``files`` cohort: ids, the target and split, checked against the params.
+
+The target is ``cohort.target`` (:mod:`rightsize.cohort.target`; LVEF by default): its
+``column`` is read, a value outside its ``range`` refused, and ``value <= threshold`` is the
+binary label. :class:`Labels` keeps the manifest's names (``lvef``, ``ef_le_40``) for them.
 
 Shared by the labels CSV of the three-file layout and the joined one-file layout. Subject
 ids are compared as strings (integer ids are cast: ``7`` matches ``"7"`` but not
@@ -29,8 +33,8 @@ class Labels:
     subject_id: pa.Array     # (n,) string
     ids: np.ndarray          # (n,) the same ids as a numpy object array (for messages)
     split: np.ndarray        # (n,) int8 index into SPLITS
-    lvef: np.ndarray         # (n,) float32 percent
-    ef_le_40: np.ndarray     # (n,) bool
+    lvef: np.ndarray         # (n,) float32: the target (LVEF percent by default)
+    ef_le_40: np.ndarray     # (n,) bool: target <= cohort.target.threshold
 
 
 def string_ids(column: pa.ChunkedArray | pa.Array, where: Path | str) -> pa.Array:
@@ -66,16 +70,20 @@ def check_labels(ids: pa.Array, lvef: np.ndarray, split_column: pa.ChunkedArray 
                  cfg: CohortConfig, where: Path | str) -> Labels:
     """Validate one labels table (any row order) and return it as :class:`Labels`.
 
-    DataError naming ``where``, the column and the subject: LVEF outside [0, 100] or not
-    finite, an unknown split, a duplicate subject (or one in two splits), or counts that
-    differ from ``cohort.n_subjects`` / ``cohort.splits``.
+    DataError naming ``where``, the column and the subject: a target value outside
+    ``cohort.target.range`` or not finite, an unknown split, a duplicate subject (or one in
+    two splits), or counts that differ from ``cohort.n_subjects`` / ``cohort.splits``.
     """
     id_np = ids.to_numpy(zero_copy_only=False)
     lvef = np.asarray(lvef, dtype=np.float64)
-    bad = np.flatnonzero(~np.isfinite(lvef) | (lvef < 0) | (lvef > 100))
+    target = cfg.target
+    lo, hi = target.range
+    bad = np.flatnonzero(~np.isfinite(lvef) | (lvef < lo) | (lvef > hi))
     if bad.size:
-        raise DataError(f"{where}: column lvef: {lvef[bad[0]]} for subject {id_np[bad[0]]} "
-                        "is not a finite percentage in [0, 100]")
+        what = ("percentage in [0, 100]" if target.is_default else
+                f"{target.name} in cohort.target.range [{lo:g}, {hi:g}]")
+        raise DataError(f"{where}: column {target.column}: {lvef[bad[0]]} for subject "
+                        f"{id_np[bad[0]]} is not a finite {what}")
     if split_column is not None:
         split = split_codes(split_column)
         bad = np.flatnonzero(split < 0)
@@ -103,25 +111,28 @@ def check_labels(ids: pa.Array, lvef: np.ndarray, split_column: pa.ChunkedArray 
                             f"cohort.splits.{name} = {want}")
     lvef32 = lvef.astype(np.float32)
     return Labels(subject_id=ids, ids=id_np, split=split, lvef=lvef32,
-                  ef_le_40=lvef32 <= np.float32(cfg.ef_threshold))
+                  ef_le_40=lvef32 <= np.float32(target.threshold))
 
 
 def read_labels_csv(path: Path, cfg: CohortConfig) -> Labels:
-    """The labels CSV (``subject_id``, ``lvef``, optional ``split``), sorted by subject_id."""
+    """The labels CSV (``subject_id``, the target's column, optional ``split``), sorted by
+    subject_id."""
     import pyarrow.csv as pacsv
 
     if not path.is_file():
         raise InputError(f"{path}: input file not found")
+    column = cfg.target.column
     try:
         table = pacsv.read_csv(path, convert_options=pacsv.ConvertOptions(
             column_types={"subject_id": pa.string(), "split": pa.string(),
-                          "lvef": pa.float64()}))
+                          column: pa.float64()}))
     except pa.ArrowInvalid as exc:
         raise DataError(f"{path}: unreadable labels CSV ({str(exc).splitlines()[0]})") from None
-    for col in ("subject_id", "lvef"):
+    for col in ("subject_id", column):
         if col not in table.column_names:
-            raise DataError(f"{path}: missing column {col}")
+            raise DataError(f"{path}: missing column {col}" + (
+                " (cohort.target.column)" if col == column else ""))
     table = table.sort_by("subject_id")
     ids = string_ids(table.column("subject_id"), path)
     split = table.column("split") if "split" in table.column_names else None
-    return check_labels(ids, table.column("lvef").to_numpy(), split, cfg, path)
+    return check_labels(ids, table.column(column).to_numpy(), split, cfg, path)

@@ -7,8 +7,11 @@ column      type                                   meaning
 ==========  =====================================  ==========================================
 subject_id  string                                 unique subject key
 split       string                                 ``train`` / ``val`` / ``test``
-lvef        float32                                left-ventricular ejection fraction, percent
-ef_le_40    bool                                   ``lvef <= ef_threshold`` (40 by default)
+lvef        float32                                the target: left-ventricular ejection
+                                                   fraction, percent, unless metadata
+                                                   ``target`` names another
+ef_le_40    bool                                   ``lvef <= ef_threshold`` (the target's
+                                                   threshold, 40 by default)
 echo        fixed_size_list<float32>[c*echo_dim]   ``c = max_clips`` clip vectors, row-major;
                                                    padded clips are zeros
 n_clips     int16                                  clips present (0 when echo is missing)
@@ -23,7 +26,8 @@ The parquet key-value metadata holds one JSON document under ``rightsize.cohort`
 ``format``, ``source``, ``seed``, ``geometry`` (n_subjects, max_clips, echo_dim, ecg_dim,
 row_group_size, splits, and ``ecg_tokens`` only when it is above 1: a reader takes a
 missing key as 1, so a pooled manifest is byte for byte what it was before tokens),
-``ef_threshold``, ``perfect_model_mae`` (expected, ``null`` when unknown),
+``ef_threshold``, ``target`` (``cohort.target`` as JSON, only when it is not the default
+LVEF), ``perfect_model_mae`` (expected, ``null`` when unknown),
 ``perfect_model_mae_test`` (empirical on the test split), ``ef_le_40_prevalence``,
 ``payload_bytes`` and source-specific details. Files are written row group by row group,
 atomically (a reader never sees a half-written manifest).

@@ -16,10 +16,10 @@ Per subject ``i`` (all latents independent standard normal unless stated):
 Target::
 
     lvef_i = clip(mu + 6 * u_i[0] + 5 * v_i[0] + 7 * s_ij*_i + noise_sd * eps_i, 10, 80)
-    ef_le_40_i = lvef_i <= ef_threshold
+    ef_le_40_i = lvef_i <= threshold          # cohort.target.threshold, 40 by default
 
-``mu`` is set so that ``P(lvef <= ef_threshold) = 0.15`` under the gaussian model
-(``mu = ef_threshold + z_0.85 * sqrt(6^2 + 5^2 + 7^2 + noise_sd^2)``, about 52 at the
+``mu`` is set so that ``P(lvef <= threshold) = 0.15`` under the gaussian model
+(``mu = threshold + z_0.85 * sqrt(6^2 + 5^2 + 7^2 + noise_sd^2)``, about 52 at the
 defaults). A perfect model's MAE is ``E|noise| = noise_sd * sqrt(2/pi)``.
 
 Embeddings: fixed random projections (drawn from ``seed``) of the low-dimensional latents
@@ -116,7 +116,7 @@ WEIGHT_CLIP = 7.0     # LVEF points per SD of the matched clip's s
 KEY_SCALE = 2.0       # amplitude of the one-hot view/phase key in latent space
 EMB_NOISE = 1.0       # SD of the isotropic per-dimension embedding noise
 BIAS_SD = 0.5         # SD of the fixed per-dimension embedding offset
-PREVALENCE = 0.15     # target P(lvef <= ef_threshold)
+PREVALENCE = 0.15     # target P(lvef <= cohort.target.threshold)
 LVEF_RANGE = (10.0, 80.0)
 GEN_BLOCK = 16        # subjects per embedding-noise block
 
@@ -125,11 +125,11 @@ _STREAM_ECHO_NOISE, _STREAM_ECG_NOISE = 10, 11
 
 
 def intercept(cfg: CohortConfig) -> float:
-    """``mu`` giving ``P(lvef <= ef_threshold) = PREVALENCE`` under the gaussian model."""
+    """``mu`` giving ``P(lvef <= target.threshold) = PREVALENCE`` under the gaussian model."""
     token = WEIGHT_TOKEN if (cfg.ecg_tokens or 1) > 1 else 0.0
     sd = math.sqrt(WEIGHT_ECHO**2 + WEIGHT_ECG**2 + WEIGHT_CLIP**2 + token**2
                    + cfg.noise_sd**2)
-    return cfg.ef_threshold + NormalDist().inv_cdf(1.0 - PREVALENCE) * sd
+    return cfg.target.threshold + NormalDist().inv_cdf(1.0 - PREVALENCE) * sd
 
 
 def subject_ids(n: int) -> pa.Array:
@@ -200,7 +200,7 @@ class SyntheticCohort:
             signal += WEIGHT_TOKEN * tokens.signal.astype(np.float64)
         noise = cfg.noise_sd * eps
         self.lvef = np.clip(signal + noise, *LVEF_RANGE).astype(np.float32)
-        self.ef_le_40 = self.lvef <= np.float32(cfg.ef_threshold)
+        self.ef_le_40 = self.lvef <= np.float32(cfg.target.threshold)
         self.latents = Latents(echo_score=self._u[:, 0], ecg_score=self._v[:, 0], clip_score=s,
                                query=query.astype(np.int8), keys=keys.astype(np.int8),
                                matched=matched, signal=signal, noise=noise, tokens=tokens)

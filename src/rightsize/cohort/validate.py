@@ -113,10 +113,12 @@ def check_schema(schema: pa.Schema, geo: Geometry, where: str) -> None:
 class ManifestChecker:
     """Check manifest row groups one at a time, then cross-row consistency in :meth:`finish`."""
 
-    def __init__(self, geometry: Geometry, where: str, ef_threshold: float | None = None) -> None:
+    def __init__(self, geometry: Geometry, where: str, ef_threshold: float | None = None,
+                 target_range: tuple[float, float] | None = None) -> None:
         self.geo = geometry
         self.where = where
         self.ef_threshold = ef_threshold
+        self.target_range = target_range      # None: LVEF, percent in [0, 100]
         self._ids: list[pa.Array] = []
         self._codes: list[np.ndarray] = []
         self._n_echo = 0
@@ -148,10 +150,12 @@ class ManifestChecker:
         bad = np.flatnonzero(~np.isfinite(lvef))
         if bad.size:
             self._fail(table, offset, int(bad[0]), "lvef", f"non-finite value {lvef[bad[0]]}")
-        bad = np.flatnonzero((lvef < 0) | (lvef > 100))
+        lo, hi = self.target_range or (0.0, 100.0)
+        bad = np.flatnonzero((lvef < lo) | (lvef > hi))
         if bad.size:
-            self._fail(table, offset, int(bad[0]), "lvef",
-                       f"{lvef[bad[0]]:g} outside [0, 100] percent")
+            self._fail(table, offset, int(bad[0]), "lvef", f"{lvef[bad[0]]:g} outside " + (
+                "[0, 100] percent" if self.target_range is None else
+                f"the target's range [{lo:g}, {hi:g}] (metadata target)"))
         if self.ef_threshold is not None:
             ef = bools(table.column("ef_le_40"))
             bad = np.flatnonzero(ef != (lvef <= np.float32(self.ef_threshold)))
@@ -247,7 +251,20 @@ def checker_for(metadata: dict[str, Any], where: str) -> ManifestChecker:
     """A checker configured from a manifest's metadata."""
     threshold = metadata.get("ef_threshold")
     return ManifestChecker(Geometry.from_metadata(metadata, where), where,
-                           None if threshold is None else float(threshold))
+                           None if threshold is None else float(threshold),
+                           _target_range(metadata, where))
+
+
+def _target_range(metadata: dict[str, Any], where: str) -> tuple[float, float] | None:
+    """The metadata ``target``'s valid range (absent: None, LVEF in [0, 100])."""
+    target = metadata.get("target")
+    if target is None:
+        return None
+    try:
+        lo, hi = (float(v) for v in target["range"])
+    except (KeyError, TypeError, ValueError):
+        raise DataError(f"{where}: metadata target.range must be [low, high] numbers") from None
+    return lo, hi
 
 
 def validate_manifest(path: str | os.PathLike[str]) -> ManifestSummary:

@@ -21,6 +21,7 @@ from rightsize.reporting.sections_tokens import (
     token_cost_blocks,
 )
 from rightsize.reporting.sources import ReportInputs, Source
+from rightsize.reporting.target_words import mae_axis, target, targets_text
 from rightsize.reporting.verdicts import probe_total_seconds
 
 MODALITY_ROWS = (("both_present", "both modalities"), ("echo_absent", "echo absent"),
@@ -28,10 +29,6 @@ MODALITY_ROWS = (("both_present", "both modalities"), ("echo_absent", "echo abse
 HARDWARE_KEYS = ("cpu", "cores", "threads", "torch", "device")
 
 
-TARGETS = ("What the probes predict: LVEF (left-ventricular ejection fraction, in percent; a "
-           "regression scored by test MAE in EF points, lower is better) and EF ≤ 40 % (a "
-           "classification scored by test AUROC, higher is better), from echo and ECG "
-           "embeddings.")
 SYNTHETIC_COHORT = ("Synthetic cohort: rightsize generated these subjects, embeddings and LVEF "
                     "labels with a planted signal (cohort.source: synthetic; docs/cohort.md), "
                     "so the numbers below show what the pipeline measures and recovers, not "
@@ -46,7 +43,7 @@ def probe_sections(inputs: ReportInputs, synthetic: bool = False) -> list[Block]
     blocks: list[Block] = [Heading(head, 2, "probes", "Probes")]
     if synthetic:
         blocks.append(Note(SYNTHETIC_COHORT))
-    blocks.append(Para(TARGETS))
+    blocks.append(Para(targets_text(target(inputs.cohort))))
     with figures.stamped("synthetic cohort" if synthetic else ""):
         body = _probe_body(inputs)
     blocks += labelled(body, "Synthetic cohort") if synthetic else body
@@ -120,7 +117,8 @@ def metrics_blocks(inputs: ReportInputs) -> list[Block]:
                         "baseline every probe must beat. Trainable params: what the optimizer "
                         "fits (the footprint counts every stored number, buffers included)."))
     fig = figures.intervals("probe_metrics", "Probe test metrics with 95 % CIs",
-                            [("test MAE of LVEF (EF points)", mae), ("test AUROC (unitless)", auc)],
+                            [(mae_axis(target(inputs.cohort)), mae),
+                             ("test AUROC (unitless)", auc)],
                             "Dots: point estimates; bars: bootstrap 95 % intervals.")
     if fig:
         blocks.append(fig)
@@ -180,11 +178,11 @@ def missing_modality_blocks(inputs: ReportInputs) -> list[Block]:
     elif get(src.data, "n_rows") == 0:
         blocks.append(Note(f"{src.path}: {get(src.data, 'note') or 'no paired test rows'}."))
     else:
-        blocks += _fused_missing(src)
+        blocks += _fused_missing(src, mae_axis(target(inputs.cohort)))
     return blocks + _missing_by_probe(inputs)
 
 
-def _fused_missing(src: Source) -> list[Block]:
+def _fused_missing(src: Source, mae_label: str) -> list[Block]:
     rows, mae, auc = [], [], []
     for key, label in MODALITY_ROWS:
         d = get(src.data, key)
@@ -199,7 +197,7 @@ def _fused_missing(src: Source) -> list[Block]:
     blocks: list[Block] = [table(["condition", "test MAE [95 % CI]", "test AUROC [95 % CI]",
                                   "bootstrap resamples"], rows)]
     fig = figures.intervals("missing_modality", "Fused probe with a modality missing",
-                            [("test MAE of LVEF (EF points)", mae), ("test AUROC (unitless)", auc)],
+                            [(mae_label, mae), ("test AUROC (unitless)", auc)],
                             "The fused probe evaluated with both, or only one, modality.")
     if fig:
         blocks.append(fig)

@@ -9,6 +9,7 @@ the flag or key.
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import os
 from collections.abc import Callable
@@ -91,3 +92,27 @@ class ExistingPath(argparse.Action):
         if not os.path.lexists(str(values)):
             raise InputError(f"{values}: no such file or directory")
         setattr(namespace, self.dest, values)
+
+
+#: The params file a verb reads when ``--params`` is left out.
+PARAMS_FILE = "params.yaml"
+WHEN_PRESENT = f"default: {PARAMS_FILE} when present"
+
+
+def add_params_when_present(p: argparse._ActionsContainer, text: str, *,
+                            only_with: str = "") -> None:
+    """``--params YAML`` for a verb that also runs without params: left out, it is
+    :data:`PARAMS_FILE` when the working directory has one, else none (``text`` says what is
+    read). ``only_with``: a dest (e.g. ``run``) without which a left-out ``--params`` stays
+    none. The CLI calls ``args.fill_params(args)`` once parsed, before checking the file."""
+    p.add_argument("--params", metavar="YAML", default=None, help=f"{text} ({WHEN_PRESENT}"
+                   + (f" and --{only_with} is given" if only_with else "") + ")")
+    p.set_defaults(fill_params=functools.partial(_fill_params, only_with=only_with))
+
+
+def _fill_params(args: argparse.Namespace, only_with: str) -> None:
+    """Resolve a left-out ``--params`` in place (see :func:`add_params_when_present`)."""
+    if args.params is not None or (only_with and getattr(args, only_with, None) is None):
+        return
+    if os.path.isfile(PARAMS_FILE):
+        args.params = PARAMS_FILE

@@ -52,6 +52,7 @@ def run_ceiling(args: argparse.Namespace) -> int:
     from rightsize.atomic import check_writable
     from rightsize.cohort.config import CohortConfig
     from rightsize.cohort.synthetic import SyntheticCohort
+    from rightsize.cohort.target import TargetConfig
     from rightsize.params import load_block, load_params, parse
     from rightsize.probes.engine.config import TrainConfig
     from rightsize.probes.evaluation.ceiling import planted_ceiling
@@ -67,7 +68,8 @@ def run_ceiling(args: argparse.Namespace) -> int:
     out: dict[str, Any] = {"pca_rank": train.pca_rank,
                            "counts": counts(tc.tokens, int(cohort.ecg_tokens or 1))}
     for n in out["counts"]:
-        cfg = dataclasses.replace(cohort, source="synthetic", ecg_tokens=n)
+        cfg = dataclasses.replace(cohort, source="synthetic", ecg_tokens=n, target=(
+            cohort.target if cohort.target.is_default else TargetConfig()))   # LVEF only
         with console.task(f"planted ceiling at {n} ECG tokens"):
             node = planted_ceiling(cfg, train.pca_rank)
         out[f"tokens_{n}"] = node

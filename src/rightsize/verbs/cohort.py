@@ -91,7 +91,7 @@ def _build(args: argparse.Namespace, cfg: Any, out: str, outputs: Any) -> int:
             if bar.enabled else None, truth=args.truth, outputs=outputs)
     wall = time.perf_counter() - t0
     s, meta = report.summary, report.metadata
-    metrics: dict[str, float | int] = {
+    metrics: dict[str, Any] = {
         "n_subjects": s.n_rows,
         "n_train": s.split_counts["train"],
         "n_val": s.split_counts["val"],
@@ -105,6 +105,7 @@ def _build(args: argparse.Namespace, cfg: Any, out: str, outputs: Any) -> int:
         "manifest_bytes": report.manifest_bytes,
         "payload_bytes": meta["payload_bytes"],
         "ef_le_40_prevalence": round(meta["ef_le_40_prevalence"], 6),
+        "target": cfg.target.as_dict(),     # what the probes predict; the report names it
         "build_wall_clock_s": round(wall, 3),
         "peak_rss_mb": round(_peak_rss_mb(), 1),
         "machine": machine_stamp(),

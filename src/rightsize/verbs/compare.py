@@ -8,6 +8,7 @@ from typing import Any
 
 from rightsize import console
 from rightsize.verbs import headline
+from rightsize.verbs.arglists import add_params_when_present
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -21,8 +22,9 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
             "by seed and write the gain AGAINST's test MAE - PROBE's test MAE per seed, its\n"
             "mean and a 95% Student-t interval over the seeds\n"
             "(rightsize.probes.evaluation.paired; docs/numerics.md). A probe not in\n"
-            "train.probes (--params) or whose file is absent gives a JSON that says so and\n"
-            "exit 0; files with other seeds or test rows are an error naming both."),
+            "train.probes (--params; default params.yaml when present) or whose file is\n"
+            "absent gives a JSON that says so and exit 0; files with other seeds or test\n"
+            "rows are an error naming both."),
         epilog=("example:\n  rightsize compare-probes fused concat --eval-dir metrics/eval "
                 "--json metrics/fused_vs_concat.json"))
     p.add_argument("probe", metavar="PROBE", help="the probe judged (e.g. fused)")
@@ -30,8 +32,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--eval-dir", default="metrics/eval",
                    help="folder of the evaluation files (default: metrics/eval)")
     p.add_argument("--json", required=True, help="detail JSON to write ('-' prints it)")
-    p.add_argument("--params", help="params file: compare only probes in its train.probes "
-                                    "(a file left from another probe list is not read)")
+    add_params_when_present(p, "compare only probes in its train.probes (a file left from "
+                               "another probe list is not read)")
     headline.add_argument(p, "the mean test-MAE gain and its 95%% interval")
     p.set_defaults(func=run_compare)
 

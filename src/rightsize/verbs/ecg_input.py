@@ -1,7 +1,7 @@
 """Verb: ecg-input (the float32 model input ``extract`` feeds HuBERT-ECG for one record).
 
-Only the standard library and rightsize.errors/console are imported at module level; the
-engines load inside the run function.
+Only the standard library and rightsize.errors/console/arglists are imported at module
+level; the engines load inside the run function.
 """
 
 from __future__ import annotations
@@ -11,12 +11,13 @@ from pathlib import Path
 
 from rightsize import console
 from rightsize.errors import DataError, InputError
+from rightsize.verbs.arglists import add_params_when_present
 
 EPILOG = """\
 examples:
   rightsize ecg-input files/p1000/p10000032/s40689238/40689238 -o 40689238.npy
   rightsize ecg-input rec -o rec.npy --crops 2
-  rightsize ecg-input rec -o rec.npy --params params.yaml     # extract.crops_per_record
+  rightsize ecg-input rec -o rec.npy --params my.yaml     # its extract.crops_per_record
 
 OUT.npy holds float32 (crops, 6000): crop c is seconds [5c, 5c + 5) at 500 Hz, 12 leads
 flattened lead after lead and decimated x5, made by the function `rightsize extract` runs
@@ -41,8 +42,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("-o", "--out", required=True, help="the .npy file to write")
     p.add_argument("--crops", type=int, default=None,
                    help="crops of 5 s (default: extract.crops_per_record of --params, else 1)")
-    p.add_argument("--params", default=None,
-                   help="params file whose extract.crops_per_record sets the crops")
+    add_params_when_present(p, "params file whose extract.crops_per_record sets the crops")
     p.set_defaults(func=run_ecg_input)
 
 

@@ -70,9 +70,10 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                 summary="test MAE and AUROC of a trained probe, with bootstrap CIs",
                 description=(
                     "Load the checkpoint in --model, predict the test split and write MAE\n"
-                    "(LVEF) and AUROC (EF<=40) with percentile bootstrap intervals (params\n"
-                    "`evaluate` block), plus the train-mean baseline, parameter count,\n"
-                    "checkpoint bytes, wall clock, peak RSS and hardware stamp, to --json."))
+                    "(of cohort.target: LVEF by default) and AUROC (target <= its threshold:\n"
+                    "EF<=40) with percentile bootstrap intervals (params `evaluate` block),\n"
+                    "plus the train-mean baseline, parameter count, checkpoint bytes, wall\n"
+                    "clock, peak RSS and hardware stamp, to --json."))
     _truth_arg(ev)
     _model_verb(sub, common, "missing-modality", run_missing, "metrics/missing/fused.json",
                 summary="score a trained probe with the echo or the ECG taken away",

@@ -18,6 +18,7 @@ from rightsize.errors import DataError, InputError, IntegrityError
 from rightsize.verbs import headline
 from rightsize.verbs.arglists import (
     ExistingPath,
+    add_params_when_present,
     int_list_type,
     nonneg_int,
     pos_float,
@@ -45,8 +46,9 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                "--drop-last")
     p.add_argument("run_dir", metavar="RUN_DIR", help="folder of event files (or of runs)")
     g = p.add_argument_group("run geometry (flags win over --params)")
-    g.add_argument("--params", metavar="YAML", help="fill flags from telemetry.runs.NAME")
-    g.add_argument("--run", metavar="NAME", help="entry of telemetry.runs in --params")
+    add_params_when_present(g, "fill flags from telemetry.runs.NAME", only_with="run")
+    g.add_argument("--run", metavar="NAME", help="entry of telemetry.runs in --params; "
+                   "without --run no params file is read")
     g.add_argument("--train-records", type=pos_int, metavar="N",
                    help="loader units per training epoch")
     g.add_argument("--global-batch", type=pos_int, metavar="B", help="units per step, all GPUs")
@@ -152,7 +154,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
         epilog="example:\n  rightsize demo-run data/telemetry/demo --params params.yaml "
                "--truth data/telemetry/demo.truth.json")
     p.add_argument("dest", metavar="DEST", help="folder to write the run into")
-    p.add_argument("--params", metavar="YAML", help="take the seed from demo.seed of this file")
+    add_params_when_present(p, "take the seed from demo.seed of this file")
     p.add_argument("--seed", type=nonneg_int, default=None,
                    help="random seed (default: demo.seed of --params, else 0)")
     p.add_argument("--truth", metavar="PATH", help="write the planted truth JSON here")
@@ -178,9 +180,13 @@ def _config(args: argparse.Namespace) -> Any:
     from rightsize.telemetry.report_config import TelemetryParams, resolve
 
     run_params, gap = None, None
+    if args.run and not args.params:
+        raise InputError(f"--run {args.run}: no params file to read telemetry.runs from "
+                         "(no params.yaml here; give --params YAML)")
     if args.params or args.run:
-        if not (args.params and args.run):
-            raise InputError("--params and --run go together")
+        if not args.run:
+            raise InputError(f"--params {args.params}: give --run NAME (an entry of "
+                             "telemetry.runs) too")
         block = load_block(args.params, "telemetry", TelemetryParams)
         if args.run not in block.runs:
             raise ParamsError(f"{args.params}: missing key telemetry.runs.{args.run}")
