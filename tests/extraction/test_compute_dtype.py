@@ -49,14 +49,15 @@ def _tokens(out: Path) -> np.ndarray:
 
 
 def test_the_folder_follows_the_dtype_and_bf16_stays_near_float32(corpus: Path) -> None:
+    """float32 from the params, then --compute-dtype bfloat16 (the flag wins): redone; the
+    same dtype from the params again: reused."""
     write_params(corpus, records=4, compute_dtype="float32")
     assert extract(corpus, "--metrics", "m32.json") == 0
     m32 = metrics(corpus / "m32.json")
     assert m32["compute_dtype"]["dtype"] == "float32"
     assert m32["bf16_vs_float32"] == "not measured: the run computed in float32"
     fp32 = _tokens(corpus / "out")
-    write_params(corpus, records=4, compute_dtype="bfloat16")
-    assert extract(corpus, "--metrics", "m16.json") == 0
+    assert extract(corpus, "--metrics", "m16.json", "--compute-dtype", "bfloat16") == 0
     m16 = metrics(corpus / "m16.json")
     assert m16["shards_run"] == 2 and m16["compute_dtype"]["dtype"] == "bfloat16"  # redone
     check = m16["bf16_vs_float32"]
@@ -66,6 +67,6 @@ def test_the_folder_follows_the_dtype_and_bf16_stays_near_float32(corpus: Path) 
     bf16 = _tokens(corpus / "out")
     rel = np.sqrt(np.mean((bf16 - fp32) ** 2) / np.mean(fp32 ** 2))
     assert 1e-4 < rel < 0.2                      # not the same bytes, the same states to ~2 %
-    write_params(corpus, records=4, compute_dtype="bfloat16")
+    write_params(corpus, records=4, compute_dtype="bfloat16")      # the flag's dtype, set
     assert extract(corpus, "--metrics", "again.json") == 0
     assert metrics(corpus / "again.json")["shards_run"] == 0           # same dtype: reused

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import subprocess
 import sys
 from pathlib import Path
 
+from rightsize.encoders.compute_dtype import resolve
 from rightsize.extraction.config import ExtractConfig
 from rightsize.extraction.slurm import SlurmConfig, ask_job, job_script, time_limit_s
 from rightsize.verbs.extract_slurm import task_command
@@ -48,9 +50,12 @@ def test_task_command_runs_locally_on_the_tasks_cores() -> None:
                         slurm=SlurmConfig(cpus_per_task=8))
     args = argparse.Namespace(params="p.yaml", out="o", events=None, metrics="m.json",
                               headline=None, dry_run=True, task=None)
+    here = resolve("auto", "cpu").dtype        # the tasks compute in the submitter's dtype
     assert task_command(args, cfg, program=("rightsize",)) == (
         "rightsize", "extract", "--params", "p.yaml", "--out", "o", "--skip-bad",
-        "--workers", "4", "--executor", "local")
+        "--workers", "4", "--compute-dtype", here, "--executor", "local")
+    forced = dataclasses.replace(cfg, compute_dtype="float32")
+    assert "float32" in task_command(args, forced, program=("rightsize",))
 
 
 def test_sbatch_accepts_the_cpu_ask(slurm_cluster: None, tmp_path: Path) -> None:

@@ -71,6 +71,11 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--verify-inputs", action="store_true",
                    help="on a rerun, compare each record file's SHA-256 with the one its "
                         "shard was made from (default: size and modification time)")
+    p.add_argument("--compute-dtype", choices=("auto", "float32", "bfloat16"), default=None,
+                   metavar="DTYPE",
+                   help="auto, float32 or bfloat16: the dtype the forwards run in (default: "
+                        "extract.compute_dtype; auto = "
+                        "bfloat16 on a GPU or a CPU with AMX or AVX512-BF16, else float32)")
     p.add_argument("--executor", choices=("local", "slurm"), default=None,
                    help="local worker processes (default) or a Slurm array job")
     p.add_argument("--dry-run", action="store_true",
@@ -113,7 +118,9 @@ def _config(args: argparse.Namespace) -> Any:
 
     cfg = load_block(args.params, "extract", ExtractConfig)
     over = {k: v for k, v in (("workers", args.workers), ("skip_bad", args.skip_bad),
-                              ("executor", args.executor)) if v is not None}
+                              ("executor", args.executor),
+                              ("compute_dtype", getattr(args, "compute_dtype", None)))
+            if v is not None}
     cfg = dataclasses.replace(cfg, **over)
     cfg.validate("extract")
     return cfg

@@ -31,7 +31,9 @@ def task_command(args: Any, cfg: Any, program: tuple[str, ...] | None = None
     on ``cpus_per_task / threads_per_worker`` local workers; the script appends ``--task``.
 
     Metrics and the headline are the submitting run's (one file for the whole array), so a
-    task writes neither.
+    task writes neither. The tasks compute in the dtype ``extract.compute_dtype`` resolves to
+    on the submitting host, the one whose check of the shards closes the folder (``auto`` on
+    a login node without bf16 gives float32 tasks: set the dtype for the compute nodes).
     """
     cmd = [*(program or _program()), "extract", "--params", str(args.params),
            "--out", str(args.out)]
@@ -40,7 +42,8 @@ def task_command(args: Any, cfg: Any, program: tuple[str, ...] | None = None
     if cfg.skip_bad:
         cmd.append("--skip-bad")
     workers = max(1, cfg.slurm.cpus_per_task // cfg.threads_per_worker)
-    return (*cmd, "--workers", str(workers), "--executor", "local")
+    return (*cmd, "--workers", str(workers), "--compute-dtype", cfg.computes_in,
+            "--executor", "local")
 
 
 def build_job(command: tuple[str, ...], slurm: Any, out_dir: Path,
