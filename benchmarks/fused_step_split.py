@@ -94,7 +94,12 @@ def measure(manifest: str, fusion_dim: int, epochs: int) -> dict[str, Any]:
     steps = clock["optimizer step calls"]
     n_params = sum(p.numel() for p in fit.probe.model.module.parameters())
     inside = clock["optimizer update"]           # runs within loss_backward
+    from probe_flops import matmul_gflops
+
     return {"fusion_dim": fusion_dim, "epochs": epochs, "steps": int(steps), "fit_s": fit_s,
+            "step_ms": 1e3 * (clock["forward+backward"] + clock["optimizer step"]) / steps,
+            "product_gflop_step": sum(v[2] for v in products.values()) / steps / 1e9,
+            "gemm_gflops": matmul_gflops(1024, 1024, 1024, 1),
             "params": n_params, "copy_ms": _copy_ms(n_params),
             "adamw_gelem_s": {"cached": _adamw_gelem_s(1 << 18, 4),
                               "cold": _adamw_gelem_s(n_params, 1)},
@@ -147,7 +152,7 @@ def render(res: dict[str, Any], info: dict[str, str], top: int) -> str:
              f"| optimizer (AdamW's fused kernel, one pass over each tensor) | "
              f"{res['optimizer_ms']:.2f} |",
              f"| of which weights handed over during the backward pass | "
-             f"{res['update_ms']:.2f} |", "",
+             f"{res['update_ms']:.2f} |", "", *_share_lines(res, prod_ms), "",
              f"Memory traffic: a plain copy of {mb:.0f} MB (all parameters, float32) takes "
              f"{res['copy_ms']:.2f} ms ({copy_gbs:.0f} GB/s counting its read and its write); the "
              f"optimizer moves 7 x {mb:.0f} MB a step, {adam_gbs:.0f} GB/s at the time above. "
@@ -161,6 +166,19 @@ def render(res: dict[str, Any], info: dict[str, str], top: int) -> str:
         lines.append(f"| {name} | {m} x {k} @ {k} x {n} | {out or '-'} | {calls:.1f} | "
                      f"{ms:.3f} | {gflops:.0f} |")
     return "\n".join(lines) + "\n"
+
+
+def _share_lines(res: dict[str, Any], prod_ms: float) -> list[str]:
+    """The step's matrix-product FLOPs per second of the whole step (optimizer included)
+    against this process's fp32 GEMM rate: how near the limit the step runs."""
+    gflop, gemm = res["product_gflop_step"], res["gemm_gflops"]
+    step, products = gflop / (res["step_ms"] / 1e3), gflop / (prod_ms / 1e3)
+    return [f"Against the limit: a whole step ({res['step_ms']:.2f} ms, optimizer included) "
+            f"runs {gflop:.3f} GFLOP of matrix products, {step:.0f} GFLOP/s: **{step / gemm:.0%} "
+            f"of this process's fp32 GEMM rate** ({gemm:.0f} GFLOP/s, a 1024 x 1024 x 1024 "
+            f"product on 1 thread, the faster of torch.mm and the oneDNN route); the products "
+            f"alone run at {products:.0f} GFLOP/s ({products / gemm:.0%}). Elementwise work "
+            f"(softmax, GELU, layer norms) is not counted as FLOPs."]
 
 
 def main() -> int:

@@ -3,8 +3,10 @@ records in ``metrics/cohort.json`` (the ``cohort.target`` block), LVEF when it i
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
+from rightsize.errors import DataError
 from rightsize.reporting.sources import Source
 
 #: The default target, as :class:`rightsize.cohort.target.TargetConfig` writes it.
@@ -18,10 +20,36 @@ DEFAULT_TEXT = ("What the probes predict: LVEF (left-ventricular ejection fracti
 
 
 def target(cohort: Source | None) -> dict[str, Any]:
-    """The cohort's target: ``metrics/cohort.json``'s ``target``, else :data:`LVEF`."""
+    """The cohort's target: ``metrics/cohort.json``'s ``target``, else :data:`LVEF`;
+    ``DataError`` naming the file and the field when the recorded one is malformed."""
     found = cohort.data.get("target") if cohort is not None and cohort.ok and isinstance(
         cohort.data, dict) else None
-    return {**LVEF, **found} if isinstance(found, dict) else dict(LVEF)
+    if found is None:
+        return dict(LVEF)
+    t = {**LVEF, **found} if isinstance(found, dict) else None
+    bad = "target" if t is None else _malformed(t)
+    if bad:
+        assert cohort is not None
+        raise DataError(f"{cohort.path}: {bad}: not a target as `rightsize cohort` records "
+                        f"it (column, name, unit: text; range: two numbers; threshold: a "
+                        f"number); rerun the cohort stage")
+    assert t is not None
+    return t
+
+
+def _number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _malformed(t: dict[str, Any]) -> str:
+    """The first malformed field of a recorded target, or ''."""
+    for key in ("column", "name", "unit"):
+        if not isinstance(t.get(key), str):
+            return f"target.{key}"
+    r = t.get("range")
+    if not (isinstance(r, list) and len(r) == 2 and all(_number(x) for x in r)):
+        return "target.range"
+    return "" if _number(t.get("threshold")) else "target.threshold"
 
 
 def _is_lvef(t: dict[str, Any]) -> bool:
