@@ -106,7 +106,7 @@ def test_a_slurm_task_log_gets_the_progress_lines(tmp_path: Path) -> None:
 
     args = types.SimpleNamespace(params="params.yaml", out=str(tmp_path / "out"),
                                  events=None)
-    cfg = types.SimpleNamespace(skip_bad=False, threads_per_worker=1,
+    cfg = types.SimpleNamespace(skip_bad=False, threads_per_worker=1, computes_in="float32",
                                 slurm=types.SimpleNamespace(cpus_per_task=4))
     script = job_script(SlurmJob(command=task_command(args, cfg, ("rightsize",)), tasks=2,
                                  indices=(0, 1), resources=SlurmResources(),
