@@ -60,6 +60,7 @@ def test_browser_shows_the_waterfall(rampnet_report, tmp_path):
     cmd = [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
            "--disable-background-networking", "--disable-component-update", "--disable-sync",
            f"--user-data-dir={tmp_path / 'profile'}", f"--screenshot={shot}",
+           "--virtual-time-budget=10000",     # shoot once the page and its images have loaded
            "--window-size=1200,1600", (rampnet_report / "report.html").as_uri()]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180,
                           env={**os.environ, "HOME": str(tmp_path)})
