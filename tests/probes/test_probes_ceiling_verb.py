@@ -38,3 +38,19 @@ def test_the_told_learner_has_its_null_and_the_headline_both(tmp_path):
     assert headline["told_learner_null"] == told["null_weight"]
     assert headline["told_learner_weight"] == told["planted_weight_mean"]
     assert "fraction" not in json.dumps(doc)
+
+
+def test_the_learner_not_told_runs_at_the_cohorts_own_count_only(tmp_path):
+    params = tmp_path / "params.yaml"
+    params.write_text(yaml.safe_dump({
+        "cohort": COHORT, "train": {"pca_rank": 16}, "token_cost": {"tokens": [4]},
+        "planted_ceiling": {"learner_seeds": 1, "learner_steps": 20}}))
+    out = tmp_path / "ceiling.json"
+    assert main(["planted-ceiling", "--params", str(params), "--json", str(out), "-q"]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["counts"] == [4, 8]
+    assert "blind_learner" not in doc["tokens_4"]          # not the probe's count
+    told, blind = doc["tokens_8"]["told_learner"], doc["tokens_8"]["blind_learner"]
+    assert (told["told"], blind["told"]) == (True, False)
+    assert blind["null_weight"] == told["null_weight"]     # same subjects, same events
+    assert blind["planted_weight_mean"] != told["planted_weight_mean"]

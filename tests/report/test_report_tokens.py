@@ -134,6 +134,7 @@ def _section(root) -> str:
 
 def test_references_table_has_no_oracle_ratio_and_the_null_beside_the_learner(tokens16):
     doc = {"pca_rank": 32, "counts": [16, 93], "tokens_16": _ceiling(16), "tokens_93": _ceiling(93)}
+    doc["tokens_16"]["blind_learner"] = {"planted_weight_mean": 0.21, "planted_weight_sd": 0.05}
     (tokens16 / "metrics" / "eval" / "fused_ceiling.json").write_text(json.dumps(doc))
     section = _section(tokens16)
     rows = [line for line in section.splitlines() if line.startswith("| 16 |")
@@ -143,7 +144,7 @@ def test_references_table_has_no_oracle_ratio_and_the_null_beside_the_learner(to
     assert "16 ECG tokens per subject. The planted event is seen in 12 leads, energy split " \
            "over its tokens. In each seed" in section
     chosen = sum(HEADS[CHOSEN[k]][k] for k in range(3)) / 3
-    assert f"| 0.887 ± 0.0200 (829 train) | {fmt.number(6 / 16)} | " \
+    assert f"| 0.887 ± 0.0200 (829 train) | 0.210 ± 0.0500 | {fmt.number(6 / 16)} | " \
            f"{fmt.number(chosen)} ± 0.100 |" in rows[0]
     assert rows[1].endswith("| — | — |")                        # the probe ran at 16 only
     assert "fraction" not in section and "ceiling" not in section.lower()

@@ -137,29 +137,33 @@ def reference_blocks(src: Source, fused: Source) -> list[Block]:
         null = num(told, "null_weight")
         null = null if null is not None else num(told, "uniform")
         at_probe = n == probe_n
+        blind = get(c, "blind_learner")
         rows.append([
             fmt.integer(n), fmt.integer(num(c, "ecg_events")), _design(c),
             fmt.number(num(c, "probe_input.clip.top1")), fmt.number(num(c, "test_mae.oracle")),
             fmt.number(num(c, "test_mae.no_token")),
             _pm(told, "planted_weight") + (f" ({fmt.integer(num(told, 'train_subjects'))} train)"
                                            if told else ""),
+            _pm(blind, "planted_weight") if isinstance(blind, dict) else fmt.DASH,
             fmt.number(null),
             _pm(node, "best_head_val") if at_probe else fmt.DASH,
             _pm(fused.data, "test.mae") if at_probe else fmt.DASH])
     return [table(
         ["ECG tokens", "events", "event design", "echo clips identify the event (oracle top-1)",
          "test MAE, event read perfectly", "test MAE without the event",
-         "reference learner's weight on the event", "null (a uniform head)",
+         "reference learner's weight on the event", "the same learner, not given them",
+         "null (a uniform head)",
          "fused: validation-chosen head on test", "fused test MAE"], rows,
         f"Whether the echo clips identify the planted event: an oracle that knows the "
         f"synthetic generator picks each test clip's event by likelihood in the probes' "
         f"PCA-{fmt.integer(num(d, 'pca_rank'))} view (a check of the data, not a target: it "
         "is 1 whenever the clips identify the event). What a model can learn from the training "
         "split: a reference learner given the generator's subspaces, fitted to LVEF and kept "
-        "at its best validation loss, scored on the test split (mean ± sd over its seeds); "
-        "beside it the null, what a head spreading its weight evenly over the N tokens puts "
-        "on the event's tokens. The fused probe (mean ± sd over its seeds) at the count it "
-        "was trained at.")]
+        "at its best validation loss, scored on the test split (mean ± sd over its seeds), and "
+        "the same learner not given the subspaces (at the probe's count: what that model finds "
+        "from the data alone); beside them the null, what a head spreading its weight evenly "
+        "over the N tokens puts on the event's tokens. The fused probe (mean ± sd over its "
+        "seeds) at the count it was trained at.")]
 
 
 def _pm(data: Any, key: str) -> str:

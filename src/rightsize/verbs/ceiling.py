@@ -30,7 +30,9 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
             "at most learner_steps full-batch steps, kept at its best validation MSE) and\n"
             "its attention's weight on the planted event is scored on the test subjects\n"
             "(rightsize.probes.evaluation.learnable), beside the null: what a uniform head over\n"
-            "the N tokens puts on the event's tokens (null_weight, |event| / N)."),
+            "the N tokens puts on the event's tokens (null_weight, |event| / N). At the\n"
+            "cohort's own count (cohort.ecg_tokens > 1) the same learner not told the subspaces\n"
+            "runs too (blind_learner): what that model learns from the data alone."),
         epilog="example:\n  rightsize planted-ceiling --json metrics/eval/fused_ceiling.json")
     p.add_argument("--params", default="params.yaml",
                    help="params file: cohort, token_cost, train.pca_rank, planted_ceiling "
@@ -86,6 +88,13 @@ def run_ceiling(args: argparse.Namespace) -> int:
                          f"{told['planted_weight_mean']:.3f} ± {told['planted_weight_sd']:.3f} "
                          f"(null {told['null_weight']:.4f}) from {told['train_subjects']} "
                          f"train subjects")
+        if learner.learner_seeds and n == cohort.ecg_tokens:     # the probe's own count
+            with console.task(f"learner not told at {n} ECG tokens"):
+                node["blind_learner"] = blind = told_learner(SyntheticCohort(cfg),
+                                                             train.pca_rank, learner, told=False)
+            console.info(f"{n} ECG tokens: the same learner not told the subspaces puts "
+                         f"{blind['planted_weight_mean']:.3f} ± {blind['planted_weight_sd']:.3f}"
+                         f" on the planted event")
     if out["counts"]:
         top = out[f"tokens_{out['counts'][-1]}"]
         out["max_tokens"] = {"ecg_tokens": top["ecg_tokens"],

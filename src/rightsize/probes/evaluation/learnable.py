@@ -180,20 +180,21 @@ def _score(view: ProbeView, pred: Any, att: Any, mu: float, sd: float) -> dict[s
             "test_mae": float(np.abs(pred.numpy() * sd + mu - view.lvef[test]).mean())}
 
 
-def told_learner(cohort: SyntheticCohort, pca_rank: int, cfg: LearnerConfig
-                 ) -> dict[str, Any]:
-    """The told learner over ``cfg.learner_seeds`` seeds: ``planted_weight_*`` and
-    ``test_mae_*`` (mean, sd, min, max), ``uniform`` and ``null_weight`` (both the mean
-    ``|T*| / N``: what attention that cannot tell the event puts on it), the train
-    subjects, and each seed's numbers under ``seeds.r<k>``."""
+def told_learner(cohort: SyntheticCohort, pca_rank: int, cfg: LearnerConfig,
+                 told: bool = True) -> dict[str, Any]:
+    """The told learner (``told=False``: the same learner not told) over
+    ``cfg.learner_seeds`` seeds: ``planted_weight_*`` and ``test_mae_*`` (mean, sd, min,
+    max), ``uniform`` and ``null_weight`` (both the mean ``|T*| / N``: what attention that
+    cannot tell the event puts on it), the train subjects, and each seed's numbers under
+    ``seeds.r<k>``."""
     view = probe_view(cohort, pca_rank)
-    runs = [learn_match(view, s, cfg.learner_steps) for s in range(cfg.learner_seeds)]
+    runs = [learn_match(view, s, cfg.learner_steps, told) for s in range(cfg.learner_seeds)]
     rows = {k: [float(r[k]) for r in runs] for k in ("planted_weight", "test_mae", "step")}
     scored = (view.split == 2) & view.has_ecg & view.clip_mask.any(axis=1)
     null = float(view.planted[scored].sum(axis=1).mean()) / view.tokens.shape[1]
     out: dict[str, Any] = {"uniform": null, "null_weight": null,
                            "train_subjects": int((view.split == 0).sum()),
-                           "steps": cfg.learner_steps, "n_seeds": len(runs)}
+                           "steps": cfg.learner_steps, "n_seeds": len(runs), "told": told}
     add_spread(out, "planted_weight", rows["planted_weight"])
     add_spread(out, "test_mae", rows["test_mae"])
     out["seeds"] = per_seed(list(range(len(runs))), rows)
