@@ -23,9 +23,10 @@ splits, labels and float32 embeddings are then written in the reference's manife
 reads): ``subject_id``, ``split``, ``lvef``, ``ef_le_40``, ``n_echo_clips``,
 ``echo_embedding`` as a list of the subject's present clip vectors (``n_clips x 1024``; our
 manifest stores ``max_clips x 1024`` with zero padding and ``n_clips``) and
-``ecg_embedding`` as one 768-d list. Differences from their real manifest: no
-``echo_study_id``/``ecg_study_id``/demographics/model-name columns (``train_probes.py``
-reads none of them), float32 instead of float64 ECG lists.
+``ecg_embedding`` as one 768-d list (``--max-clips 1``: the echo as one 1024-d vector, as
+their default pooled build writes it, which their probes tile to 8 tokens). Differences
+from their real manifest: no ``echo_study_id``/``ecg_study_id``/demographics/model-name
+columns (``train_probes.py`` reads none of them), float32 instead of float64 ECG lists.
 
 **Work each side does (the default is each side's default recipe, as the issue compared):**
 
@@ -99,6 +100,8 @@ def _params(args: argparse.Namespace, fusion_dim: int | None = None) -> dict[str
     p["cohort"].update(missing_echo_frac=0.0, missing_ecg_frac=0.0)
     if args.smoke:
         p["cohort"].update(n_subjects=150, splits={"train": 100, "val": 25, "test": 25})
+    if args.max_clips is not None:
+        p["cohort"]["max_clips"] = args.max_clips
     if args.seeds is not None:
         p["train"]["seeds"] = args.seeds
     for probe in PROBES:
@@ -144,15 +147,17 @@ def to_reference_layout(ours: Path, theirs: Path) -> dict[str, int]:
     n_clips = table["n_clips"].to_numpy().astype(np.int64)
     present = np.concatenate([echo[i, :k] for i, k in enumerate(n_clips)])
     clip_offsets = np.arange(len(present) + 1, dtype=np.int32) * echo_dim
-    inner = pa.ListArray.from_arrays(clip_offsets, pa.array(present.reshape(-1)))
-    study_offsets = np.concatenate([[0], np.cumsum(n_clips)]).astype(np.int32)
+    echo_list = pa.ListArray.from_arrays(clip_offsets, pa.array(present.reshape(-1)))
+    if clips > 1:          # pooled (max_clips 1): one vector, as their default build writes
+        study_offsets = np.concatenate([[0], np.cumsum(n_clips)]).astype(np.int32)
+        echo_list = pa.ListArray.from_arrays(study_offsets, echo_list)
     ecg = table["ecg"].combine_chunks()
     ecg_list = pa.ListArray.from_arrays(
         np.arange(n + 1, dtype=np.int32) * geometry["ecg_dim"], ecg.flatten())
     out = pa.table({"subject_id": table["subject_id"], "split": table["split"],
                     "lvef": table["lvef"], "ef_le_40": table["ef_le_40"],
                     "n_echo_clips": pa.array(n_clips),
-                    "echo_embedding": pa.ListArray.from_arrays(study_offsets, inner),
+                    "echo_embedding": echo_list,
                     "ecg_embedding": ecg_list})
     pq.write_table(out, theirs)
     return {"subjects": n, "clips": int(n_clips.sum()), "echo_dim": echo_dim,
@@ -199,6 +204,8 @@ def main() -> int:
     ap.add_argument("--same-epochs", action="store_true",
                     help="give the reference our per-probe epochs instead of its 50")
     ap.add_argument("--seeds", type=int, default=None, help="our train.seeds (default: params)")
+    ap.add_argument("--max-clips", type=int, default=None,
+                    help="cohort.max_clips (default: params, 8; 1 = pooled echo)")
     ap.add_argument("--smoke", action="store_true",
                     help="150 subjects, 2 epochs, no warm-up, 1 round; writes to a temp folder")
     ap.add_argument("--timeout", type=float, default=1800.0)
@@ -275,7 +282,7 @@ def render(args: argparse.Namespace, info: dict[str, Any], cases: list[Case],
     flags = " ".join(f"--{k.replace('_', '-')}" + ("" if v is True else f" {v}")
                      for k, v in vars(args).items()
                      if v not in (None, False) and k in ("rounds", "fused_1024", "same_epochs",
-                                                         "seeds", "smoke"))
+                                                         "seeds", "max_clips", "smoke"))
     lines = [
         "# Our probes against the PRIMED-AI reference's `scripts/train_probes.py` (1 thread)", "",
         f"`python benchmarks/probes_vs_primed.py --primed-src DIR {flags}`"
