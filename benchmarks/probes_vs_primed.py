@@ -49,6 +49,7 @@ Usage (the reference's imports need torch, numpy, pandas, scikit-learn, pyarrow 
 all in this environment; anything else goes in ``--deps``, appended to their path)::
 
     python benchmarks/probes_vs_primed.py --primed-src ../PRIMED-AI --rounds 3 --fused-1024
+    python benchmarks/probes_vs_primed.py --primed-src DIR --primed-commit 3973bff ...  # not git
     python benchmarks/probes_vs_primed.py --primed-src ../PRIMED-AI --smoke    # ~1 min
 
 Writes ``benchmarks/results/probes_vs_primed.md`` and ``.json`` (``--smoke``: a temp folder).
@@ -181,6 +182,15 @@ def run_reference(args: argparse.Namespace, manifest: Path, case: Case, epochs: 
     return {"wall_s": m.wall_s, "rss_mb": m.max_rss_mb, "test_mae": reference_mae(res)}
 
 
+def _checkout_commit(root: Path) -> str:
+    """``git rev-parse HEAD`` in ``root``, or a note that it is not a git checkout."""
+    import subprocess
+
+    done = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True,
+                          text=True, check=False)
+    return done.stdout.strip() if done.returncode == 0 else "an unknown commit (not git)"
+
+
 def reference_mae(res: dict[str, Any]) -> float:
     """The test MAE in one of their probes' results (each nests it its own way)."""
     if "splits" in res:
@@ -196,6 +206,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--primed-src", required=True,
                     help="a PRIMED-AI checkout (holds scripts/train_probes.py, src/primed_ai)")
+    ap.add_argument("--primed-commit", default=None, help="the checkout's commit, said in the "
+                    "result (default: git rev-parse HEAD there, if it is a git checkout)")
     ap.add_argument("--deps", default=None, help="folder of extra packages their code imports "
                     "(appended to their path: this environment's torch and numpy win)")
     ap.add_argument("--rounds", type=int, default=3, help="timed rounds after one warm-up")
@@ -221,6 +233,8 @@ def main() -> int:
     out_md = Path(args.out_md or (Path(tempfile.gettempdir()) / "probes_vs_primed_smoke.md"
                                   if args.smoke else HERE / "results" / "probes_vs_primed.md"))
     info = machine_info()
+    info["reference"] = "PRIMED-AI scripts/train_probes.py at " + (
+        args.primed_commit or _checkout_commit(Path(args.primed_src)))
     info["load average at start"] = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     cases: list[Case] = [(p, 256) for p in args.probes]
     if args.fused_1024:
@@ -277,7 +291,8 @@ def render(args: argparse.Namespace, info: dict[str, Any], cases: list[Case],
 
     med = {(s, c): statistics.median(x["wall_s"] for x in timed(s, c)) for s in SIDES
            for c in cases}
-    recipe = ("the reference given our per-probe epochs (--same-epochs)" if args.same_epochs
+    recipe = ("2 epochs on both sides (--smoke)" if args.smoke
+              else "the reference given our per-probe epochs (--same-epochs)" if args.same_epochs
               else "each side's default recipe (reference: 50 epochs for every torch probe)")
     flags = " ".join(f"--{k.replace('_', '-')}" + ("" if v is True else f" {v}")
                      for k, v in vars(args).items()
@@ -285,8 +300,8 @@ def render(args: argparse.Namespace, info: dict[str, Any], cases: list[Case],
                                                          "seeds", "max_clips", "smoke"))
     lines = [
         "# Our probes against the PRIMED-AI reference's `scripts/train_probes.py` (1 thread)", "",
-        f"`python benchmarks/probes_vs_primed.py --primed-src DIR {flags}`"
-        f"{' --probes ' + ' '.join(args.probes) if args.probes != list(PROBES) else ''}, "
+        f"`python benchmarks/probes_vs_primed.py --primed-src DIR {flags}"
+        f"{' --probes ' + ' '.join(args.probes) if args.probes != list(PROBES) else ''}`, "
         f"{time.strftime('%Y-%m-%d %H:%M')}, {seconds / 60:.1f} min. Whole processes, "
         f"{'no warm-up' if args.smoke else '1 warm-up'} + {args.rounds} timed round(s), sides "
         f"and probes interleaved; {recipe}; ours trains {seeds} seed replica(s) per probe and "
@@ -295,8 +310,9 @@ def render(args: argparse.Namespace, info: dict[str, Any], cases: list[Case],
         f"pooled ECG ({data['ecg_dim']}-d), no missing modality (script docstring: layout "
         "and work differences).", ""]
     lines += [f"- {k}: {v}" for k, v in info.items()]
-    lines += ["", "| probe | reference s (median) | rightsize s (median) | ratio | reference "
-              "test MAE | rightsize test MAE | reference peak RSS MiB | rightsize peak RSS MiB |",
+    lines += ["", "| probe | reference s (median) | rightsize s (median) | reference / rightsize "
+              "| reference test MAE | rightsize test MAE | reference peak RSS MiB "
+              "| rightsize peak RSS MiB |",
               "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for c in cases:
         ref, ours = timed("reference", c), timed("rightsize", c)
