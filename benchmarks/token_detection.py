@@ -13,7 +13,11 @@ the shipped ``train`` block of ``params.yaml`` (``--params``; the fused probe tr
   (concat − fused, the fused probe's gain; a 95% t-interval over every seed of the cell's
   cohort seeds, :func:`rightsize.probes.evaluation.paired.paired_difference`);
 * the told learner (:mod:`rightsize.probes.evaluation.learnable`), ``--learner-seeds``: the
-  learnable reference, its weight on the event beside its null ``|event| / N``.
+  learnable reference, its weight on the event beside its null ``|event| / N``;
+* the same learner *not told* the code subspaces (``told=False``), ``--blind-seeds``: what
+  that small model reaches from the data alone, the reference a recipe chosen without the
+  generator's subspaces can be held to. ``--blind-only`` adds it to cells already in the log
+  (their cohort is generated again, the probes are not retrained).
 
 The energy of a level is ``cohort.ecg_event_gain`` (``g``); the table gives it as the event's
 ECG energy (code and content, summed over its tokens) over one token's noise energy:
@@ -87,15 +91,33 @@ def cohort_arrays(cohort: Any) -> tuple[Any, np.ndarray]:
     return arrays, mask
 
 
+def learner_rows(cell: dict[str, Any], cohort: Any, pca_rank: int, seeds: int, steps: int,
+                 told: bool) -> list[dict[str, Any]]:
+    """The told (or not told) learner's replicas of one cell."""
+    from rightsize.probes.evaluation.learnable import learn_match, probe_view
+
+    view = probe_view(cohort, pca_rank)
+    scored = (view.split == 2) & view.has_ecg & view.clip_mask.any(axis=1)
+    null = float(view.planted[scored].sum(axis=1).mean()) / view.tokens.shape[1]
+    rows = []
+    for s in range(seeds):
+        t0 = time.time()
+        r = learn_match(view, s, steps, told=told)
+        rows.append({**cell, "kind": "told_learner" if told else "blind_learner", "seed": s,
+                     "weight": r["planted_weight"], "step": r["step"],
+                     "learner_s": time.time() - t0, "null_weight": null})
+    return rows
+
+
 def run_cell(cell: dict[str, Any], params: dict[str, Any], seeds: int, learner_seeds: int,
-             learner_steps: int) -> list[dict[str, Any]]:
-    """Every replica of one cell: fused (head, MAE), concat (MAE) and told learner."""
+             learner_steps: int, blind_seeds: int = 0) -> list[dict[str, Any]]:
+    """Every replica of one cell: fused (head, MAE), concat (MAE), the told learner and the
+    learner not told."""
     from rightsize.cohort.synthetic import SyntheticCohort
     from rightsize.params import parse
     from rightsize.probes.engine.config import TrainConfig
     from rightsize.probes.engine.data import split_data
     from rightsize.probes.engine.estimator import Estimator
-    from rightsize.probes.evaluation.learnable import learn_match, probe_view
     from rightsize.probes.evaluation.planted import val_chosen_head
     from rightsize.probes.registry import spec as probe_spec
 
@@ -124,15 +146,20 @@ def run_cell(cell: dict[str, Any], params: dict[str, Any], seeds: int, learner_s
                      "concat_mae": c.probe.mae(te), "fused_best_epoch": f.best_epoch,
                      "fused_s": (t1 - t0) / seeds, "concat_s": (t2 - t1) / seeds,
                      "null_weight": null})
-    if learner_seeds:
-        view = probe_view(cohort, cfg.pca_rank)
-        for s in range(learner_seeds):
-            t3 = time.time()
-            r = learn_match(view, s, learner_steps)
-            rows.append({**cell, "kind": "told_learner", "seed": s,
-                         "weight": r["planted_weight"], "step": r["step"],
-                         "learner_s": time.time() - t3, "null_weight": null})
+    rows += learner_rows(cell, cohort, cfg.pca_rank, learner_seeds, learner_steps, True)
+    rows += learner_rows(cell, cohort, cfg.pca_rank, blind_seeds, learner_steps, False)
     return rows
+
+
+def add_blind(cell: dict[str, Any], params: dict[str, Any], seeds: int, steps: int
+              ) -> list[dict[str, Any]]:
+    """The not-told learner's replicas of a cell whose probes are already in the log."""
+    from rightsize.cohort.synthetic import SyntheticCohort
+
+    cohort = SyntheticCohort(cell_config(cell["tokens"], cell["leads"], cell["gain"],
+                                         cell["train"], cell["cohort_seed"]))
+    pca_rank = int(params["train"].get("pca_rank", 32))
+    return learner_rows(cell, cohort, pca_rank, seeds, steps, False)
 
 
 def hardware() -> str:
@@ -163,21 +190,32 @@ def run(a: argparse.Namespace) -> None:
 
     params = yaml.safe_load(Path(a.params).read_text())
     log = Path(a.log)
-    done = {_key(json.loads(x)) for x in log.read_text().splitlines()
-            if x.strip()} if log.exists() else set()
+    logged = [json.loads(x) for x in log.read_text().splitlines()
+              if x.strip()] if log.exists() else []
+    done = {_key(r) for r in logged}
+    blind = {_key(r)[1:] for r in logged if r["kind"] == "blind_learner"}   # per cohort
     for cell in grid(a):
         cell = {**cell, "recipe": a.recipe}
-        if _key(cell) in done:
-            continue
         t0 = time.time()
-        rows = run_cell(cell, params, a.seeds, a.learner_seeds, a.learner_steps)
+        if a.blind_only:
+            if _key(cell) not in done or _key(cell)[1:] in blind or not a.blind_seeds:
+                continue
+            rows = add_blind(cell, params, a.blind_seeds, a.learner_steps)
+            blind.add(_key(cell)[1:])
+        elif _key(cell) in done:
+            continue
+        else:
+            rows = run_cell(cell, params, a.seeds, a.learner_seeds, a.learner_steps,
+                            a.blind_seeds)
         with log.open("a", encoding="utf-8") as out:
             for r in rows:
                 out.write(json.dumps(r) + "\n")
         heads = [r["best_head_val"] for r in rows if r["kind"] == "probes"]
         told = [r["weight"] for r in rows if r["kind"] == "told_learner"]
+        not_told = [r["weight"] for r in rows if r["kind"] == "blind_learner"]
         print(f"{cell}: heads {np.round(heads, 3).tolist()} told {np.round(told, 3).tolist()} "
-              f"({time.time() - t0:.0f} s)", flush=True)
+              f"not told {np.round(not_told, 3).tolist()} ({time.time() - t0:.0f} s)",
+              flush=True)
 
 
 def queue_commands(a: argparse.Namespace) -> list[str]:
@@ -209,6 +247,10 @@ def main() -> None:
     ap.add_argument("--cohort-seeds", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--seeds", type=int, default=3, help="fused/concat replicas per cell")
     ap.add_argument("--learner-seeds", type=int, default=2)
+    ap.add_argument("--blind-seeds", type=int, default=2,
+                    help="seeds of the learner not told the code subspaces")
+    ap.add_argument("--blind-only", action="store_true",
+                    help="add the not-told learner to the logged cells of the grid only")
     ap.add_argument("--learner-steps", type=int, default=600)
     ap.add_argument("--recipe", default="tokens",
                     help="the fused recipe's name in the table: tokens (the shipped "

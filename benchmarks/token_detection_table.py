@@ -27,23 +27,23 @@ def summarise(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
     from token_detection import energy_ratio
 
     cells: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
-    told_of: dict[tuple, list[dict[str, Any]]] = defaultdict(list)   # the cohort's, any recipe
+    learners: dict[tuple, list[dict[str, Any]]] = defaultdict(list)  # the cohort's, any recipe
     for r in lines:
         cells[(r.get("recipe", "tokens"), r["tokens"], r["train"], r["leads"],
                r["gain"])].append(r)
-        cohort = (r["tokens"], r["train"], r["leads"], r["gain"])
-        if r["kind"] == "told_learner" and not any(   # once per learner (any recipe's run)
+        cohort = (r["kind"], r["tokens"], r["train"], r["leads"], r["gain"])
+        if r["kind"] != "probes" and not any(   # once per learner (any recipe's run)
                 (t["cohort_seed"], t["seed"]) == (r["cohort_seed"], r["seed"])
-                for t in told_of[cohort]):
-            told_of[cohort].append(r)
+                for t in learners[cohort]):
+            learners[cohort].append(r)
     rows = []
     for (recipe, tokens, train, leads, gain), rs in sorted(
             cells.items(), key=lambda kv: (kv[0][0] != "tokens", *kv[0])):
         probes = [r for r in rs if r["kind"] == "probes"]
         seeds = {r["cohort_seed"] for r in probes}
-        told = [r["weight"] for r in rs if r["kind"] == "told_learner"] or [
-            r["weight"] for r in told_of[(tokens, train, leads, gain)]
-            if r["cohort_seed"] in seeds]
+        told, blind = ([r["weight"] for r in learners[(kind, tokens, train, leads, gain)]
+                        if r["cohort_seed"] in seeds]
+                       for kind in ("told_learner", "blind_learner"))
         heads = np.array([r["best_head_val"] for r in probes])
         gain_ci = paired_difference([r["concat_mae"] for r in probes],
                                     [r["fused_mae"] for r in probes])
@@ -58,6 +58,8 @@ def summarise(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "best_heads": [round(float(h), 4) for h in heads],
             "told_learner_weight_mean": float(np.mean(told)) if told else None,
             "told_learner_weights": [round(float(w), 4) for w in told],
+            "blind_learner_weight_mean": float(np.mean(blind)) if blind else None,
+            "blind_learner_weights": [round(float(w), 4) for w in blind],
             "null_weight": leads / tokens,     # |event| / N: one token per lead
             "fused_mae_mean": float(np.mean([r["fused_mae"] for r in probes])),
             "concat_mae_mean": float(np.mean([r["concat_mae"] for r in probes])),
@@ -79,17 +81,19 @@ def markdown(rows: list[dict[str, Any]], command: str, hardware: str, found: flo
         "content, summed over its tokens) / one token's noise energy "
         "(`cohort.ecg_event_gain` g: 1.7 g²). Gain: concat − fused test MAE, paired by "
         "replica, 95% t-interval. Told learner: the learnable reference "
-        "(docs/tokens.md), beside its null |event|/N.",
+        "(docs/tokens.md), beside its null |event|/N; not told: the same learner without the "
+        "generator's code subspaces (what it learns from the data alone).",
         "",
         "| fused recipe | tokens | train | leads | g | energy | cohort seeds | replicas | found "
-        "| best head (val-chosen) | per replica | told learner | null | fused MAE | concat MAE "
-        "| gain [95% CI] |",
-        "|---|---:|---:|---:|---:|---:|---|---:|---:|---|---|---|---:|---:|---:|---|",
+        "| best head (val-chosen) | per replica | told learner | not told | null | fused MAE "
+        "| concat MAE | gain [95% CI] |",
+        "|---|---:|---:|---:|---:|---:|---|---:|---:|---|---|---|---|---:|---:|---:|---|",
     ]
     for r in rows:
-        told = ("—" if r["told_learner_weight_mean"] is None else
-                f"{r['told_learner_weight_mean']:.3f} ("
-                + ", ".join(f"{w:.2f}" for w in r["told_learner_weights"]) + ")")
+        told, blind = ("—" if r[f"{k}_weight_mean"] is None else
+                       f"{r[f'{k}_weight_mean']:.3f} ("
+                       + ", ".join(f"{w:.2f}" for w in r[f"{k}_weights"]) + ")"
+                       for k in ("told_learner", "blind_learner"))
         g = r["mae_gain"]
         out.append(
             f"| {_recipe(r)} | {r['ecg_tokens']} | {r['train_subjects']} | {r['event_leads']} | "
@@ -97,7 +101,7 @@ def markdown(rows: list[dict[str, Any]], command: str, hardware: str, found: flo
             f"{', '.join(map(str, r['cohort_seeds']))} | {r['n_seeds']} | "
             f"{r['found_share']:.2f} | {r['best_head_val_mean']:.3f} ± "
             f"{r['best_head_val_sd']:.3f} | {', '.join(f'{h:.2f}' for h in r['best_heads'])} "
-            f"| {told} | {r['null_weight']:.3f} | {r['fused_mae_mean']:.2f} | "
+            f"| {told} | {blind} | {r['null_weight']:.3f} | {r['fused_mae_mean']:.2f} | "
             f"{r['concat_mae_mean']:.2f} | {g['mean']:+.2f} [{g['lo']:+.2f}, {g['hi']:+.2f}] |")
     return "\n".join(out) + "\n"
 
