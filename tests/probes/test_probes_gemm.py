@@ -16,13 +16,13 @@ from rightsize.probes.accel import gemm
 from rightsize.probes.models.fused.model import CrossAttnFusedProbe
 from rightsize.probes.models.fused.step import fused_loss_backward, manual_step_applies
 
-needs_onednn = pytest.mark.skipif(not gemm.onednn_enabled(),
+needs_onednn = pytest.mark.skipif(not gemm.onednn_available(),
                                   reason="this torch build has no oneDNN fp32 linear")
 
 
 @pytest.fixture
 def route():
-    """Restore the module switch whatever a test sets."""
+    """oneDNN forced on (whatever this machine's route); the switch restored afterwards."""
     old = gemm.set_onednn(True)
     yield
     gemm.set_onednn(old)

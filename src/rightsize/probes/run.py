@@ -117,6 +117,7 @@ def train_and_evaluate(probe: str, manifest: str, cfg: TrainConfig, device: str,
         "accelerator": fit.extra.get("accelerator", "none"),
         **({"accelerator_skipped": fit.extra["accelerator_skipped"]}
            if "accelerator_skipped" in fit.extra else {}),
+        **({"gemm_route": fit.extra["gemm_route"]} if "gemm_route" in fit.extra else {}),
     }
     merge(train, train_spread(fits, seeds))
     console.info(f"{probe}: {sidecar['params']} params, best epoch {fit.best_epoch}/"

@@ -8,6 +8,10 @@ instruction set and runs the same products at 160-210 GFLOP/s. Its plain fp32 en
 no reduced-precision mode; a different summation order, so results agree with ``torch.mm``
 to float32 rounding, not bit for bit).
 
+Which of the two is faster depends on the CPU (an Intel Xeon with AMX runs the same products
+1.3-1.45x faster through MKL), so oneDNN is used only where it is this machine's route
+(:mod:`.gemm_route`: measured once per machine and kept, so the route, and with it the last
+bits of a model, does not change from run to run) or forced on (:func:`set_onednn`).
 :func:`mm` and :func:`linear` use it when it applies: CPU, float32, 2-D, no autograd graph,
 at least ``MIN_MACS`` multiply-adds, and both operands row- or column-major (a strided slice
 such as one head's columns of a weight sends oneDNN to a reference path ~1000x slower).
@@ -26,20 +30,52 @@ from rightsize.probes.accel import enabled
 
 _PRIVATE = {"linear_pointwise": getattr(getattr(torch.ops, "mkldnn", None),
                                          "_linear_pointwise", None)}
-_ENABLED = torch.backends.mkldnn.is_available()
+_AVAILABLE = torch.backends.mkldnn.is_available()
+_FORCED: dict[str, bool | None] = {"onednn": None}     # None: this machine's route
+_BY_THREADS: dict[int, bool] = {}                     # the machine's route per torch threads
 MIN_MACS = 1 << 20   # multiply-adds below which MKL's lower call overhead wins (measured)
 
 
+def onednn_available() -> bool:
+    """True when this torch build has oneDNN's plain fp32 linear."""
+    return _AVAILABLE and _PRIVATE["linear_pointwise"] is not None
+
+
 def onednn_enabled() -> bool:
-    """True when :func:`mm` can route float32 CPU products to oneDNN in this process."""
-    return _ENABLED and _PRIVATE["linear_pointwise"] is not None
+    """True when :func:`mm` routes float32 CPU products to oneDNN in this process: available,
+    and forced on (:func:`set_onednn`) or this machine's route (:mod:`.gemm_route`)."""
+    if not onednn_available():
+        return False
+    forced = _FORCED["onednn"]
+    if forced is not None:
+        return forced
+    threads = torch.get_num_threads()
+    if threads not in _BY_THREADS:
+        from rightsize.probes.accel.gemm_route import machine_route
+
+        choice = machine_route(_PRIVATE["linear_pointwise"])
+        _BY_THREADS[threads] = choice["route"] == "onednn"
+    return _BY_THREADS[threads]
 
 
-def set_onednn(enabled: bool) -> bool:
-    """Turn the oneDNN route on or off (for A/B measurements and tests); returns the old state."""
-    global _ENABLED
-    old = _ENABLED
-    _ENABLED = bool(enabled) and torch.backends.mkldnn.is_available()
+def route_words() -> str:
+    """The route in words, for a run's record: ``onednn`` or ``mkl`` and why."""
+    if not onednn_available():
+        return "mkl (this torch build has no oneDNN fp32 linear)"
+    forced = _FORCED["onednn"]
+    if forced is not None:
+        return f"{'onednn' if forced else 'mkl'} (forced)"
+    from rightsize.probes.accel.gemm_route import machine_route
+
+    choice = machine_route(_PRIVATE["linear_pointwise"])
+    return f"{choice['route']} ({choice['source']})"
+
+
+def set_onednn(enabled: bool | None) -> bool | None:
+    """Force the oneDNN route on or off (A/B measurements and tests), or ``None``: this
+    machine's route again; returns the previous setting."""
+    old = _FORCED["onednn"]
+    _FORCED["onednn"] = None if enabled is None else bool(enabled)
     return old
 
 

@@ -143,6 +143,7 @@ class Estimator:
             reps = train_loop(trainer, len(train), self.cfg.batch_size, block.epochs,
                               self.name, seeds, runlog)
             del trainer       # its batches and optimizer state, before predicting the splits
+            route = _gemm_route()
             out = []
             for rep in reps:
                 probe = Probe(self.name, rep.model, std)
@@ -152,7 +153,8 @@ class Estimator:
                                      val_mae=probe.mae(val), train_mae=probe.mae(train),
                                      extra={"accelerator": acc.name if acc else "none",
                                             **({"accelerator_skipped": skipped}
-                                               if skipped else {})}))
+                                               if skipped else {}),
+                                            **({"gemm_route": route} if route else {})}))
         return out
 
     @contextlib.contextmanager
@@ -183,3 +185,13 @@ def check_inputs(arch: dict[str, Any], data: SplitData | Any, where: str, manife
         raise InputError(f"{where}: trained at {trained} ECG token(s) per subject, manifest "
                          f"{manifest} has {given} (retrain on this manifest, or evaluate on "
                          f"one with {trained})")
+
+
+def _gemm_route() -> str | None:
+    """The fp32 product route this process's training took (``onednn`` or ``mkl``, at the
+    training threads: :mod:`rightsize.probes.accel.gemm_route`), or None where no torch
+    product could go through it."""
+    import sys
+
+    gemm = sys.modules.get("rightsize.probes.accel.gemm")
+    return None if gemm is None else ("onednn" if gemm.onednn_enabled() else "mkl")
