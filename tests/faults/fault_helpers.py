@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import os
 import random
+import signal
 import subprocess
 import sys
 import time
@@ -74,8 +75,16 @@ def killed(root: Path, args: list[str], mode: str, at: int, cwd: Path | None = N
     at its ``at``-th write under ``root``."""
     done = subprocess.run([*KILLER, str(root), mode, str(at), os.devnull, "--",
                            *map(str, args)], cwd=cwd, env=_env(), capture_output=True,
-                          text=True, timeout=TIMEOUT, stdin=subprocess.DEVNULL)
+                          text=True, timeout=TIMEOUT, stdin=subprocess.DEVNULL,
+                          preexec_fn=_default_sigint)
     return Result(done.returncode, done.stdout, done.stderr)
+
+
+def _default_sigint() -> None:
+    """SIGINT back to its default in the child: a test suite started as a background job of a
+    non-interactive shell inherits SIGINT ignored, and Python then never raises
+    KeyboardInterrupt, so an interrupt test would see its command run to the end."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def points(n_writes: int, k: int, seed: int) -> list[int]:
