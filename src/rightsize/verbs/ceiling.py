@@ -79,19 +79,19 @@ def run_ceiling(args: argparse.Namespace) -> int:
         console.info(f"{n} ECG tokens ({node['ecg_events']} events): oracle top-1 "
                      f"{clip['top1']:.3f}, posterior {clip['posterior']:.3f}, test MAE "
                      f"{mae['oracle']:.2f} (no token {mae['no_token']:.2f})")
-        if learner.learner_seeds:
+        synthetic = SyntheticCohort(cfg) if learner.learner_seeds else None
+        if synthetic is not None:
             with console.task(f"told learner at {n} ECG tokens, {learner.learner_seeds} seeds"):
-                node["told_learner"] = told = told_learner(SyntheticCohort(cfg),
-                                                           train.pca_rank, learner)
+                node["told_learner"] = told = told_learner(synthetic, train.pca_rank, learner)
                 told.setdefault("null_weight", told["uniform"])    # |event| / N: no null key
             console.info(f"{n} ECG tokens: told learner weight on the planted event "
                          f"{told['planted_weight_mean']:.3f} ± {told['planted_weight_sd']:.3f} "
                          f"(null {told['null_weight']:.4f}) from {told['train_subjects']} "
                          f"train subjects")
-        if learner.learner_seeds and n == cohort.ecg_tokens:     # the probe's own count
+        if synthetic is not None and n == cohort.ecg_tokens:     # the probe's own count
             with console.task(f"learner not told at {n} ECG tokens"):
-                node["blind_learner"] = blind = told_learner(SyntheticCohort(cfg),
-                                                             train.pca_rank, learner, told=False)
+                node["blind_learner"] = blind = told_learner(synthetic, train.pca_rank, learner,
+                                                             told=False)
             console.info(f"{n} ECG tokens: the same learner not told the subspaces puts "
                          f"{blind['planted_weight_mean']:.3f} ± {blind['planted_weight_sd']:.3f}"
                          f" on the planted event")
