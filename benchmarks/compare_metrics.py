@@ -22,7 +22,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 NOT_MODEL = ("wall_clock_s", "peak_rss", "hardware", "machine", "step_s", "bootstrap_s",
-             "checkpoint_bytes")
+             "checkpoint_bytes", "throughput")
 
 
 def flat(node: Any, prefix: str = "") -> dict[str, Any]:

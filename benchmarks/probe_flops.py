@@ -34,7 +34,6 @@ Only the standard library at module level; torch is imported inside the function
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 BASELINE_BATCH = 32
@@ -47,43 +46,23 @@ def matmul_gflops(m: int, k: int, n: int, threads: int, min_s: float = 0.25,
     ``kernel``: ``"mm"`` = ``torch.mm`` (MKL on CPU), ``"onednn"`` = the engine's
     :func:`rightsize.probes.accel.gemm.mm` with its oneDNN route on (``torch.mm`` where the route
     does not apply), ``"best"`` = the faster of the two: the ceiling the engine is held to.
+    The timing is the library's (:func:`rightsize.probes.measurements.throughput.product_gflops`,
+    what ``rightsize train`` records as the machine's GEMM rate).
     """
-    import torch
-
-    from rightsize.probes.accel import gemm
+    from rightsize.probes.measurements.throughput import product_gflops
 
     if kernel == "best":
         return max(matmul_gflops(m, k, n, threads, min_s, repeats, kn)
                    for kn in ("mm", "onednn"))
-    prev, prev_route = torch.get_num_threads(), gemm.set_onednn(kernel == "onednn")
-    torch.set_num_threads(threads)
-    try:
-        gen = torch.Generator().manual_seed(0)
-        a = torch.randn(m, k, generator=gen)
-        b = torch.randn(k, n, generator=gen)
-        run = (lambda: torch.mm(a, b)) if kernel == "mm" else (lambda: gemm.mm(a, b))
-        for _ in range(3):
-            run()
-        t0, reps = time.perf_counter(), 0
-        while time.perf_counter() - t0 < min_s / repeats:   # size a timing block
-            run()
-            reps += 1
-        best = float("inf")
-        for _ in range(repeats):
-            t0 = time.perf_counter()
-            for _ in range(reps):
-                run()
-            best = min(best, (time.perf_counter() - t0) / reps)
-    finally:
-        torch.set_num_threads(prev)
-        gemm.set_onednn(prev_route)
-    return 2.0 * m * k * n / best / 1e9
+    return product_gflops(m, k, n, threads, "onednn" if kernel == "onednn" else "mkl", min_s,
+                          repeats)
 
 
 def batch_sizes(n: int, batch: int) -> list[tuple[int, int]]:
     """``(size, how many)`` of the batches that cover ``n`` rows: full ones, then the rest."""
-    out = [(batch, n // batch)] if n >= batch else []
-    return out + ([(n % batch, 1)] if n % batch else [])
+    from rightsize.probes.engine.flops import step_sizes
+
+    return step_sizes(n, batch)
 
 
 def _raw(arch: dict[str, Any], clips: int, batch: int) -> dict[str, Any]:

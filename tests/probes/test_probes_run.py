@@ -32,7 +32,8 @@ TRAIN = {"seed": 0, "seeds": 2, "threads": 1, "device": "cpu", "batch_size": 32,
          "fused": {"epochs": 3, "fusion_dim": 8, "heads": 2, "hidden": 8}}
 EVALUATE = {"seed": 0, "n_bootstrap": 100, "n_bootstrap_missing": 50, "ci": 0.9}
 # what a run measures rather than computes: the verb's values are copied in before comparing
-MEASURED = ("wall_clock_s", "peak_rss_mb", "peak_rss_mb_train", "step_s", "bootstrap_s")
+MEASURED = ("wall_clock_s", "peak_rss_mb", "peak_rss_mb_train", "step_s", "bootstrap_s",
+            "throughput")
 
 
 @pytest.fixture(scope="module")

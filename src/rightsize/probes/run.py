@@ -78,10 +78,11 @@ def train_and_evaluate(probe: str, manifest: str, cfg: TrainConfig, device: str,
     with Timer() as t_fit, bar, RunLog(files.events, files.curve, time.time(),
                                        on_epoch=note if bar.enabled else None,
                                        outputs=outputs) as runlog:
-        fits = train_seeds(spec(probe), arrays, cfg, device, runlog)
+        fits = train_seeds(spec(probe), arrays, cfg, device, runlog, count_flops=True)
     seeds = seed_list(cfg)
     fit = fits[0]
     peak_train = peak_rss_mb()
+    speed = fit_throughput(fit.flops, cfg.threads)
     hardware = hardware_stamp(cfg.threads, device)
     best = fit.best_epoch - 1
     config = {"seed": cfg.seed, "threads": cfg.threads, "device": device,
@@ -118,10 +119,15 @@ def train_and_evaluate(probe: str, manifest: str, cfg: TrainConfig, device: str,
         **({"accelerator_skipped": fit.extra["accelerator_skipped"]}
            if "accelerator_skipped" in fit.extra else {}),
         **({"gemm_route": fit.extra["gemm_route"]} if "gemm_route" in fit.extra else {}),
+        "throughput": speed,
     }
     merge(train, train_spread(fits, seeds))
     console.info(f"{probe}: {sidecar['params']} params, best epoch {fit.best_epoch}/"
                  f"{fit.epochs}, val MAE {fit.val_mae:.3f}, {t_fit.seconds:.1f} s on {device}")
+    if speed["counted"]:
+        from rightsize.probes.measurements.throughput import words
+
+        console.info(words(probe, speed))
     ev = ms = None
     if evaluate or missing:
         assert ecfg is not None
@@ -133,6 +139,19 @@ def train_and_evaluate(probe: str, manifest: str, cfg: TrainConfig, device: str,
             ms = score_missing(probe, cfg, ecfg, arrays, fit.probe, device, time.perf_counter(),
                                cost)
     return ProbeRun(train, sidecar, fits, seeds, tuple(runlog.val_walls), ev, ms)
+
+
+def fit_throughput(flops: dict[str, Any] | None, threads: int) -> dict[str, Any]:
+    """The loop's GFLOP/s beside this process's fp32 GEMM rate
+    (:mod:`rightsize.probes.measurements.throughput`); for a probe trained without torch,
+    why it is not counted."""
+    if flops is None:
+        return {"counted": False, "why": "trained without torch (numpy or closed-form), which "
+                                         "torch's FLOP counter does not see, or the count "
+                                         "failed (the run warned)"}
+    from rightsize.probes.measurements.throughput import throughput
+
+    return {"counted": True, **throughput(flops, threads)}
 
 
 def torch_threads(threads: int) -> None:

@@ -237,7 +237,7 @@ def wall_clock_blocks(inputs: ReportInputs) -> list[Block]:
     for p in inputs.probes:
         src = inputs.evals[p]
         if not src.ok:
-            rows.append([p, src.note(), fmt.DASH, fmt.DASH, fmt.DASH])
+            rows.append([p, src.note(), fmt.DASH, fmt.DASH, fmt.DASH, fmt.DASH])
             continue
         d = src.data
         t = probe_total_seconds(d)
@@ -246,16 +246,36 @@ def wall_clock_blocks(inputs: ReportInputs) -> list[Block]:
         rss = [num(d, "peak_rss_mb_train"), num(d, "peak_rss_mb")]
         rows.append([p, fmt.seconds(num(d, "wall_clock_s.train")),
                      fmt.seconds(num(d, "wall_clock_s.eval")), fmt.seconds(t),
-                     " / ".join(fmt.megabytes(v) for v in rss if v is not None) or fmt.DASH])
+                     " / ".join(fmt.megabytes(v) for v in rss if v is not None) or fmt.DASH,
+                     products_rate(inputs.train.get(p))])
         bars.append((p, num(d, "wall_clock_s.train"), num(d, "wall_clock_s.eval")))
-    rows.append(["all probes", "", "", fmt.seconds(total), ""])
-    blocks.append(table(["probe", "train", "evaluate", "total", "peak RSS"], rows,
+    rows.append(["all probes", "", "", fmt.seconds(total), "", ""])
+    blocks.append(table(["probe", "train", "evaluate", "total", "peak RSS",
+                         "training loop, matrix products"], rows,
                         "Peak RSS: after training / the whole train + evaluate process "
-                        "(one process per probe)."))
+                        "(one process per probe). Training loop: the matrix-product FLOPs it "
+                        "executed (counted by torch's FLOP counter) over its seconds, and "
+                        "their share of a 1024-square fp32 product timed in the same process "
+                        "(the machine's GEMM rate at the training threads); a probe trained "
+                        "without torch is not counted."))
     fig = figures.wall_clock(bars)
     if fig:
         blocks.append(fig)
     return blocks
+
+
+def products_rate(src: Source | None) -> str:
+    """The training loop's GFLOP/s and its share of the same process's GEMM rate (the
+    train record's ``throughput``), or why there is none."""
+    if src is None or not src.ok:
+        return fmt.DASH
+    t = get(src.data, "throughput")
+    if not isinstance(t, dict) or not t.get("counted"):
+        return "not counted (no torch)" if isinstance(t, dict) else fmt.DASH
+    rate, gemm, share = num(t, "gflops"), num(t, "gemm.gflops"), num(t, "share_of_gemm")
+    if rate is None or gemm is None or share is None:
+        return fmt.DASH
+    return f"{rate:.0f} GFLOP/s, {share:.0%} of {gemm:.0f}"
 
 
 def footprint_blocks(src: Source, cohort: Source) -> list[Block]:

@@ -34,6 +34,8 @@ from typing import Any
 
 import torch
 
+from rightsize.ground.user_cache import cache_path, read_json, write_json
+
 ENV = "RIGHTSIZE_GEMM_ROUTE"
 ROUTES = ("onednn", "mkl")
 # (m, k, n, written into a buffer): a fused-1024 step's top products (benchmarks/results/
@@ -58,8 +60,7 @@ def machine_key() -> str:
 
 def cache_file(key: str) -> Path:
     """Where this machine's choice is kept."""
-    root = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(root) / "rightsize" / f"gemm-route-{key}.json"
+    return cache_path(f"gemm-route-{key}.json")
 
 
 def _best(fns: tuple[Callable[[], Any], Callable[[], Any]]) -> tuple[float, float]:
@@ -103,22 +104,8 @@ def measure(linear_pointwise: Callable[..., torch.Tensor]) -> dict[str, Any]:
 
 
 def _read(path: Path) -> dict[str, Any] | None:
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return doc if isinstance(doc, dict) and doc.get("route") in ROUTES else None
-
-
-def _write(path: Path, doc: dict[str, Any]) -> None:
-    """Write atomically; a folder that cannot be written keeps the choice in this process."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError:
-        pass
+    doc = read_json(path)
+    return doc if doc is not None and doc.get("route") in ROUTES else None
 
 
 def machine_route(linear_pointwise: Callable[..., torch.Tensor]) -> dict[str, Any]:
@@ -141,7 +128,7 @@ def machine_route(linear_pointwise: Callable[..., torch.Tensor]) -> dict[str, An
             doc = measure(linear_pointwise)
             doc["load_average"] = load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
             if load <= (os.cpu_count() or 1):       # busier than its cores: not kept
-                _write(path, doc)
+                write_json(path, doc)
             doc["source"] = "measured now"
     doc["key"] = key
     _CHOICE[key] = doc

@@ -17,6 +17,7 @@ Nothing here imports torch: a probe whose trainer is numpy never loads it.
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, fields
 from typing import Any
@@ -114,9 +115,10 @@ class Estimator:
         return build_module(self.spec, arch)
 
     def fit(self, train: SplitData, val: SplitData, seeds: list[int],
-            runlog: RunLog | None = None) -> list[FitResult]:
+            runlog: RunLog | None = None, count_flops: bool = False) -> list[FitResult]:
         """One replica per seed, trained on ``train``, each at its best ``val`` epoch;
-        ``runlog`` receives replica 0's epochs."""
+        ``runlog`` receives replica 0's epochs. ``count_flops``: each fit's ``flops`` holds
+        the FLOPs the loop executed (a torch-trained probe; :mod:`.flops`)."""
         std = Standardizer.fit(train.lvef)
         if self.spec.closed_form:
             fit = self.spec.closed_form()(self, train, val, std, runlog)
@@ -135,15 +137,24 @@ class Estimator:
                      self.device, self.build)
         with accel.use(self.cfg.accelerate), self._runtime(acc):
             if acc is not None:
-                trainer = acc.trainer(job)
+                make_trainer = acc.trainer
             else:
                 from rightsize.probes.engine.torch_replicas import textbook_trainer
 
-                trainer = textbook_trainer(job)
+                make_trainer = textbook_trainer
+            trainer = make_trainer(job)
+            t_loop = time.perf_counter()
             reps = train_loop(trainer, len(train), self.cfg.batch_size, block.epochs,
                               self.name, seeds, runlog)
+            t_loop = time.perf_counter() - t_loop
             del trainer       # its batches and optimizer state, before predicting the splits
             route = _gemm_route()
+            flops = None
+            if count_flops and (acc is None or acc.uses_torch):
+                from rightsize.probes.engine.flops import loop_flops
+
+                counted = loop_flops(make_trainer, job, self.cfg.batch_size, block.epochs)
+                flops = None if counted is None else {**counted, "loop_s": t_loop}
             out = []
             for rep in reps:
                 probe = Probe(self.name, rep.model, std)
@@ -154,7 +165,8 @@ class Estimator:
                                      extra={"accelerator": acc.name if acc else "none",
                                             **({"accelerator_skipped": skipped}
                                                if skipped else {}),
-                                            **({"gemm_route": route} if route else {})}))
+                                            **({"gemm_route": route} if route else {})},
+                                     flops=flops))
         return out
 
     @contextlib.contextmanager

@@ -68,5 +68,6 @@ class FitResult:
     val_mae: float                   # best epoch, percent
     train_mae: float                 # best epoch, percent
     extra: dict[str, Any] = field(default_factory=dict)
+    flops: dict[str, Any] | None = None     # the loop's executed FLOPs (engine/flops.py)
 
 

@@ -24,16 +24,16 @@ __all__ = ["FitResult", "resolve_device", "train_probe", "train_seeds"]
 
 
 def train_seeds(probe: ProbeSpec, arrays: CohortArrays, cfg: TrainConfig, device: str = "cpu",
-                runlog: RunLog | None = None) -> list[FitResult]:
+                runlog: RunLog | None = None, count_flops: bool = False) -> list[FitResult]:
     """Probe ``probe`` (its spec: :func:`rightsize.probes.registry.spec` of its name):
     one :class:`FitResult` per seed ``train.seed ... train.seed + train.seeds - 1``.
 
     ``runlog`` receives replica 0's epochs (its per-step wall times are the steps of all
-    replicas together).
+    replicas together); ``count_flops``: :meth:`Estimator.fit`.
     """
     est = Estimator(probe, cfg, device)
     return est.fit(split_data(arrays, "train"), split_data(arrays, "val"), seed_list(cfg),
-                   runlog)
+                   runlog, count_flops)
 
 
 def train_probe(probe: ProbeSpec, arrays: CohortArrays, cfg: TrainConfig, device: str = "cpu",

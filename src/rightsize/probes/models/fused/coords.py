@@ -151,7 +151,10 @@ def fuse_encoded(m: nn.Module, echo: torch.Tensor, clip_mask: torch.Tensor,
                  ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
         if in_coords:
             return affine_map(lin, a_e, m.echo_proj.bias, null)
-        return lin.weight, lin.bias, None if null is None else lin(null)
+        # F.linear, not lin(null): a module called on a view of a parameter under no_grad
+        # trips the module hooks of torch's FLOP counter (engine/flops.py); same bits
+        return lin.weight, lin.bias, None if null is None else F.linear(null, lin.weight,
+                                                                        lin.bias)
 
     if ecg.dim() == 3:          # echo -> [null, N tokens]: a softmax per clip and head
         mq, bq, _ = clip_map(e2g.q)
