@@ -94,11 +94,10 @@ def cohort_arrays(cohort: Any) -> tuple[Any, np.ndarray]:
 def learner_rows(cell: dict[str, Any], cohort: Any, pca_rank: int, seeds: int, steps: int,
                  told: bool) -> list[dict[str, Any]]:
     """The told (or not told) learner's replicas of one cell."""
-    from rightsize.probes.evaluation.learnable import learn_match, probe_view
+    from rightsize.probes.evaluation.learnable import learn_match, null_weight, probe_view
 
     view = probe_view(cohort, pca_rank)
-    scored = (view.split == 2) & view.has_ecg & view.clip_mask.any(axis=1)
-    null = float(view.planted[scored].sum(axis=1).mean()) / view.tokens.shape[1]
+    null = null_weight(view)
     rows = []
     for s in range(seeds):
         t0 = time.time()

@@ -148,6 +148,7 @@ def test_step_sizes_cover_the_rows():
 def test_gemm_rate_and_the_share():
     rate = gemm_rate(1, size=256)
     assert rate["route"] in ("onednn", "mkl") and rate["shape"] == [256, 256, 256]
+    assert rate["route_words"].startswith(rate["route"])
     assert rate["gflops"] > 0.5
     assert product_gflops(64, 64, 64, 1, "mkl", min_s=0.01) > 0
     t = throughput({"fit": 4e9, "loop_s": 2.0}, 1)

@@ -180,6 +180,13 @@ def _score(view: ProbeView, pred: Any, att: Any, mu: float, sd: float) -> dict[s
             "test_mae": float(np.abs(pred.numpy() * sd + mu - view.lvef[test]).mean())}
 
 
+def null_weight(view: ProbeView) -> float:
+    """The mean ``|T*| / N`` over the scored test rows (an ECG and a clip present): the weight
+    attention that cannot tell the event puts on it."""
+    scored = (view.split == 2) & view.has_ecg & view.clip_mask.any(axis=1)
+    return float(view.planted[scored].sum(axis=1).mean()) / view.tokens.shape[1]
+
+
 def told_learner(cohort: SyntheticCohort, pca_rank: int, cfg: LearnerConfig,
                  told: bool = True) -> dict[str, Any]:
     """The told learner (``told=False``: the same learner not told) over
@@ -190,8 +197,7 @@ def told_learner(cohort: SyntheticCohort, pca_rank: int, cfg: LearnerConfig,
     view = probe_view(cohort, pca_rank)
     runs = [learn_match(view, s, cfg.learner_steps, told) for s in range(cfg.learner_seeds)]
     rows = {k: [float(r[k]) for r in runs] for k in ("planted_weight", "test_mae", "step")}
-    scored = (view.split == 2) & view.has_ecg & view.clip_mask.any(axis=1)
-    null = float(view.planted[scored].sum(axis=1).mean()) / view.tokens.shape[1]
+    null = null_weight(view)
     out: dict[str, Any] = {"uniform": null, "null_weight": null,
                            "train_subjects": int((view.split == 0).sum()),
                            "steps": cfg.learner_steps, "n_seeds": len(runs), "told": told}

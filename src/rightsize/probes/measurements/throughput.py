@@ -54,8 +54,9 @@ def product_gflops(m: int, k: int, n: int, threads: int, route: str = "mkl",
 
 
 def gemm_rate(threads: int, size: int = SIZE) -> dict[str, Any]:
-    """This process's fp32 GEMM rate: ``{"gflops", "route", "shape", "threads"}`` of a
-    ``size``-square product through the route the probes' products take here."""
+    """This process's fp32 GEMM rate: ``{"gflops", "route", "route_words", "shape",
+    "threads"}`` of a ``size``-square product through the route the probes' products take
+    here (``route_words``: that route and where it came from)."""
     import torch
 
     from rightsize.probes.accel import gemm
@@ -64,10 +65,12 @@ def gemm_rate(threads: int, size: int = SIZE) -> dict[str, Any]:
     torch.set_num_threads(threads)           # the route is this machine's at these threads
     try:
         route = "onednn" if gemm.onednn_enabled() else "mkl"
+        why = gemm.route_words()                  # the route and where it came from
     finally:
         torch.set_num_threads(prev)
     rate = product_gflops(size, size, size, threads, route, min_s=0.05)     # ~0.1 s
-    return {"gflops": rate, "route": route, "shape": [size, size, size], "threads": threads}
+    return {"gflops": rate, "route": route, "route_words": why, "shape": [size, size, size],
+            "threads": threads}
 
 
 def throughput(flops: dict[str, Any], threads: int) -> dict[str, Any]:
@@ -87,5 +90,6 @@ def words(name: str, t: dict[str, Any]) -> str:
     return (f"{name}: the training loop ran {t['executed_gflop']:,.0f} GFLOP of matrix "
             f"products in {t['loop_s']:.1f} s: {t['gflops']:.1f} GFLOP/s, "
             f"{t['share_of_gemm']:.0%} of this machine's fp32 GEMM rate "
-            f"({g['gflops']:.0f} GFLOP/s, a {g['shape'][0]}-square product, {g['route']}, "
+            f"({g['gflops']:.0f} GFLOP/s, a {g['shape'][0]}-square product, "
+            f"{g.get('route_words', g['route'])}, "
             f"{g['threads']} thread{'s' if g['threads'] != 1 else ''}, measured now)")
