@@ -142,7 +142,8 @@ def run_cell(cell: dict[str, Any], params: dict[str, Any], seeds: int, learner_s
         rows.append({**cell, "kind": "probes", "seed": k, "fused": block,
                      "best_head_val": head.test_weight,
                      "best_head_val_on_val": head.val_weight, "fused_mae": f.probe.mae(te),
-                     "concat_mae": c.probe.mae(te), "fused_best_epoch": f.best_epoch,
+                     "concat_mae": c.probe.mae(te), "fused_val_mae": f.val_mae,
+                     "concat_val_mae": c.val_mae, "fused_best_epoch": f.best_epoch,
                      "fused_s": (t1 - t0) / seeds, "concat_s": (t2 - t1) / seeds,
                      "null_weight": null})
     rows += learner_rows(cell, cohort, cfg.pca_rank, learner_seeds, learner_steps, True)

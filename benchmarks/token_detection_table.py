@@ -18,6 +18,9 @@ from typing import Any
 import numpy as np
 
 ENERGY_KEY = "cohort.ecg_event_gain"
+BEFORE = "tokens_dropout0.1"          # the token recipe shipped before its dropout was chosen
+STYLES = {"tokens": ("o-", "token recipe (shipped)"), BEFORE: ("^-.", "token recipe before"),
+          "pooled": ("s--", "pooled recipe")}
 
 
 def summarise(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -109,15 +112,16 @@ def markdown(rows: list[dict[str, Any]], command: str, hardware: str, found: flo
 def _recipe(row: dict[str, Any]) -> str:
     """The row's fused recipe in words: its name and the block's differing keys."""
     f = row.get("fused") or {}
-    keys = ("fusion_dim", "heads", "hidden", "epochs")
+    keys = ("fusion_dim", "heads", "hidden", "epochs", "dropout")
     return row.get("recipe", "tokens") + (
         " (" + ", ".join(f"{k} {f[k]}" for k in keys if k in f) + ")" if f else "")
 
 
 def figure(rows: list[dict[str, Any]], hardware: str, path: Path) -> None:
     """Found share and weight on the event against energy at 93 tokens and the smallest train
-    size: one colour per number of leads, the shipped token recipe solid, the pooled cohort's
-    recipe dashed, the told learner dotted. Rows of one energy only (train sizes, 186 tokens)
+    size: one colour per number of leads, the shipped token recipe solid, the token recipe
+    before it (:data:`BEFORE`) dash-dotted, the pooled cohort's recipe dashed, the told learner
+    dotted. Rows of one energy only (train sizes, 186 tokens)
     are in the table."""
     import matplotlib
 
@@ -129,15 +133,14 @@ def figure(rows: list[dict[str, Any]], hardware: str, path: Path) -> None:
     train = min((r["train_subjects"] for r in base), default=0)
     series: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
     for r in base:
-        if r["train_subjects"] == train and r.get("recipe", "tokens") in ("tokens", "pooled"):
+        if r["train_subjects"] == train and r.get("recipe", "tokens") in STYLES:
             series[(r["event_leads"], r.get("recipe", "tokens"))].append(r)
     colours = {1: "tab:blue", 3: "tab:orange", 12: "tab:green"}
     told_done: set[int] = set()
     for (leads, recipe), rs in sorted(series.items()):
         rs = sorted(rs, key=lambda r: r["energy_ratio"])
         x = [r["energy_ratio"] for r in rs]
-        style = "o-" if recipe == "tokens" else "s--"
-        name = {"tokens": "token recipe (shipped)", "pooled": "pooled recipe"}.get(recipe, recipe)
+        style, name = STYLES[recipe]
         label = f"{leads} lead{'s' if leads > 1 else ''}, {name}"
         c = colours.get(leads)
         ax[0].plot(x, [r["found_share"] for r in rs], style, color=c, label=label)

@@ -209,3 +209,6 @@ def test_the_section_names_the_token_recipe_that_trained(tokens16):
     assert ("The fused probe trains its token-level recipe (`train.fused.tokens`): fusion "
             "width 32, 1 head, MLP hidden 64, 150 epochs. 16 ECG tokens per subject.") \
         in _section(tokens16)
+    (tokens16 / "metrics" / "train" / "fused.json").write_text(
+        json.dumps({"arch": {**arch, "dropout": 0.9}}))
+    assert "MLP hidden 64 (dropout 0.9), 150 epochs." in _section(tokens16)

@@ -47,10 +47,11 @@ def _recipe_words(inputs: ReportInputs, evaluated: Any) -> str:
     if not isinstance(arch, dict) or num(arch, "fusion_dim") is None:
         return ""
     heads = int(num(arch, "heads") or 0)
-    epochs = num(evaluated, "epochs")
+    epochs, dropout = num(evaluated, "epochs"), num(arch, "dropout")
     return (f"The fused probe trains its token-level recipe (`train.fused.tokens`): fusion "
             f"width {fmt.integer(num(arch, 'fusion_dim'))}, {heads} head{'s' * (heads != 1)}, "
             f"MLP hidden {fmt.integer(num(arch, 'hidden'))}"
+            + (f" (dropout {dropout:g})" if dropout is not None else "")
             + (f", {fmt.integer(epochs)} epochs" if epochs is not None else "") + ". ")
 
 
