@@ -12,8 +12,8 @@ computes the same products through a kernel the counter does not see, so the cou
 that route off; it runs on a fresh trainer with the RNG state restored afterwards, so the
 trained replicas and everything after them are untouched.
 
-Counting costs little compute but its first use in a process imports ``torch._dynamo``
-(about 1 s), a third of a small probe's whole stage. The per-epoch count is a function of
+Counting costs little compute, but its first use in a process imports torch's compiler
+stack (dynamo; about 1 s), a third of a small probe's whole stage. The per-epoch count is a function of
 the code and the shapes alone, so it is kept in the user's cache folder
 (:mod:`rightsize.ground.user_cache`) under a key of everything it depends on
 (:func:`count_key`: torch's version, the trainer, the probe's architecture and config block,
@@ -87,7 +87,7 @@ def count_key(make_trainer: Callable[[Any], Any], job: Any, batch_size: int) -> 
     root = Path(rightsize.probes.__file__).parent
     for f in sorted(root.rglob("*.py")):
         code.update(f.relative_to(root).as_posix().encode() + b"\0" + f.read_bytes())
-    shapes = {split: {k: list(getattr(data, k).shape[1:]) for k in ("echo", "ecg")}
+    shapes = {split: [list(data.echo.shape[1:]), list(data.ecg.shape[1:])]
               for split, data in (("train", job.train), ("val", job.val))}
     text = json.dumps({"torch": torch.__version__, "device": job.device,
                        "trainer": f"{make_trainer.__module__}.{make_trainer.__qualname__}",
