@@ -13,8 +13,8 @@ that route off; it runs on a fresh trainer with the RNG state restored afterward
 trained replicas and everything after them are untouched.
 
 Counting costs little compute, but its first use in a process imports torch's compiler
-stack (dynamo; about 1 s), a third of a small probe's whole stage. The per-epoch count is a function of
-the code and the shapes alone, so it is kept in the user's cache folder
+stack (dynamo; about 1 s), a third of a small probe's whole stage. The per-epoch count is a
+function of the code and the shapes alone, so it is kept in the user's cache folder
 (:mod:`rightsize.ground.user_cache`) under a key of everything it depends on
 (:func:`count_key`: torch's version, the trainer, the probe's architecture and config block,
 the input shapes, the step sizes, and the source of the probes package); a later fit with
