@@ -32,9 +32,11 @@ def _params(tmp_path: Path) -> Path:
     # worker on them (threads_per_worker = cores), so a task writes its shards in order
     cores = int(subprocess.run(["sinfo", "-h", "-o", "%c"], capture_output=True, text=True,
                                check=True).stdout.split()[0].rstrip("+"))
+    # float32: a bf16 shard of two records is done in a fraction of a second on an AMX CPU,
+    # less than the gap the requeue test needs between a task's first and second shard
     params["extract"].update(records="corpus/record_list.csv", root="corpus", size="small",
                              layers=[8], shard_records=2, batch_size=2, workers=1,
-                             threads_per_worker=cores)
+                             threads_per_worker=cores, compute_dtype="float32")
     params["extract"]["slurm"].update(tasks=3, cpus_per_task=cores, mem_mb=1500, time_s=900,
                                       poll_s=0.5)
     path = tmp_path / "params.yaml"
