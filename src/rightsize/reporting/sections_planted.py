@@ -211,7 +211,7 @@ def detection_sentence(src: Source) -> str:
     hardware = get(hardware, "cpu") if isinstance(hardware, dict) else hardware
     where = f", measured on {hardware}" if hardware else ""
     out = (f"At {DETECTION_TOKENS} tokens, with {fmt.integer(train)} train subjects, "
-           f"{_found_from(rows, train, key)}; below that, expect no gain over pooled (found: "
+           f"{_found_from(rows, train, key)}; below that, {_below(rows, train)} (found: "
            f"the head validation chose puts ≥ {fmt.number(FOUND)} on the event in at least "
            f"{FOUND_SHARE:.0%} of seeds; {src.path}{where}).")
     pooled = [r for r in every if r.get("recipe") == "pooled"
@@ -223,6 +223,28 @@ def detection_sentence(src: Source) -> str:
         out += (f" With the pooled cohort's fused recipe instead"
                 f"{f' ({recipe})' if recipe else ''}, {_found_from(pooled, train, '')}.")
     return out
+
+
+def _below(rows: list[dict], train: float) -> str:
+    """What the cells not found at ``train`` say about the gain over concat (the paired
+    concat − fused test MAE and its 95% interval, per cell)."""
+    gains = [g for r in rows if num(r, "train_subjects") == train
+             and (num(r, "found_share") or 0.0) < FOUND_SHARE
+             for g in [get(r, "mae_gain")] if isinstance(g, dict)
+             and None not in (num(g, "mean"), num(g, "lo"))]
+    if not gains:
+        return "the head does not pick the event out"
+    above = sum(num(g, "lo") > 0 for g in gains)          # type: ignore[operator]
+    means = [num(g, "mean") or 0.0 for g in gains]
+    span = f"{min(means):+.2f} to {max(means):+.2f}" if len(means) > 1 else f"{means[0]:+.2f}"
+    if above == 0:
+        return (f"expect no gain over pooled (concat − fused test MAE {span}, every 95% "
+                "interval includes 0)")
+    if above == len(gains):
+        return ("the head does not pick the event out, yet the fused probe still errs less "
+                f"than concat (concat − fused test MAE {span}, every 95% interval above 0)")
+    return (f"the head does not pick the event out; concat − fused test MAE {span}, "
+            f"{above} of {len(gains)} 95% intervals above 0")
 
 
 def _found_from(rows: list[dict], train: float, key: str) -> str:
