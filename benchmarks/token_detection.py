@@ -91,6 +91,16 @@ def cohort_arrays(cohort: Any) -> tuple[Any, np.ndarray]:
     return arrays, mask
 
 
+def cell_splits(cohort: Any) -> tuple[Any, Any, Any, np.ndarray, np.ndarray]:
+    """The cohort's train, validation and test splits, and the validation and test rows'
+    planted masks."""
+    from rightsize.probes.engine.data import split_data
+
+    arrays, mask = cohort_arrays(cohort)
+    tr, va, te = (split_data(arrays, s) for s in ("train", "val", "test"))
+    return tr, va, te, mask[arrays.index("val")], mask[arrays.index("test")]
+
+
 def learner_rows(cell: dict[str, Any], cohort: Any, pca_rank: int, seeds: int, steps: int,
                  told: bool) -> list[dict[str, Any]]:
     """The told (or not told) learner's replicas of one cell."""
@@ -115,18 +125,15 @@ def run_cell(cell: dict[str, Any], params: dict[str, Any], seeds: int, learner_s
     from rightsize.cohort.synthetic import SyntheticCohort
     from rightsize.params import parse
     from rightsize.probes.engine.config import TrainConfig
-    from rightsize.probes.engine.data import split_data
     from rightsize.probes.engine.estimator import Estimator
     from rightsize.probes.evaluation.planted import val_chosen_head
     from rightsize.probes.registry import spec as probe_spec
 
     cohort = SyntheticCohort(cell_config(cell["tokens"], cell["leads"], cell["gain"],
                                          cell["train"], cell["cohort_seed"]))
-    arrays, mask = cohort_arrays(cohort)
     train = {**params["train"], "seed": 0, "seeds": seeds, "threads": 1, "device": "cpu"}
     cfg = parse(TrainConfig, train, "train")
-    tr, va, te = (split_data(arrays, s) for s in ("train", "val", "test"))
-    vm, tm = mask[arrays.index("val")], mask[arrays.index("test")]
+    tr, va, te, vm, tm = cell_splits(cohort)
     rows: list[dict[str, Any]] = []
     t0 = time.time()
     fused = Estimator(probe_spec("fused"), cfg).fit(tr, va, list(range(seeds)))

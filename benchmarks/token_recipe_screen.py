@@ -43,11 +43,10 @@ def screen(a: argparse.Namespace) -> list[dict[str, Any]]:
     from rightsize.cohort.synthetic import SyntheticCohort
     from rightsize.params import parse
     from rightsize.probes.engine.config import TrainConfig
-    from rightsize.probes.engine.data import split_data
     from rightsize.probes.engine.estimator import Estimator
     from rightsize.probes.evaluation.planted import val_chosen_head
     from rightsize.probes.registry import spec
-    from token_detection import cell_config, cohort_arrays
+    from token_detection import cell_config, cell_splits
 
     params = yaml.safe_load(Path(a.params).read_text())
     train = {**params["train"], "seed": 0, "seeds": a.reps, "threads": 1, "device": "cpu"}
@@ -58,9 +57,7 @@ def screen(a: argparse.Namespace) -> list[dict[str, Any]]:
     train["fused"] = {**train["fused"], "tokens": tokens}
     cfg = parse(TrainConfig, train, "train")
     cohort = SyntheticCohort(cell_config(a.tokens, a.leads, a.gain, a.train, a.cohort_seed))
-    arrays, mask = cohort_arrays(cohort)
-    tr, va, te = (split_data(arrays, s) for s in ("train", "val", "test"))
-    vm, tm = mask[arrays.index("val")], mask[arrays.index("test")]
+    tr, va, te, vm, tm = cell_splits(cohort)
     t0 = time.time()
     fits = Estimator(spec("fused"), cfg).fit(tr, va, list(range(a.reps)))
     seconds = (time.time() - t0) / a.reps
