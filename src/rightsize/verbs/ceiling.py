@@ -83,7 +83,6 @@ def run_ceiling(args: argparse.Namespace) -> int:
         if synthetic is not None:
             with console.task(f"told learner at {n} ECG tokens, {learner.learner_seeds} seeds"):
                 node["told_learner"] = told = told_learner(synthetic, train.pca_rank, learner)
-                told.setdefault("null_weight", told["uniform"])    # |event| / N: no null key
             console.info(f"{n} ECG tokens: told learner weight on the planted event "
                          f"{told['planted_weight_mean']:.3f} ± {told['planted_weight_sd']:.3f} "
                          f"(null {told['null_weight']:.4f}) from {told['train_subjects']} "
