@@ -58,6 +58,12 @@ def onednn_enabled() -> bool:
     return _BY_THREADS[threads]
 
 
+def route() -> str:
+    """The route :func:`mm` takes in this process at the current threads: ``onednn`` or
+    ``mkl``."""
+    return "onednn" if onednn_enabled() else "mkl"
+
+
 def route_words() -> str:
     """The route in words, for a run's record: ``onednn`` or ``mkl`` and why."""
     if not onednn_available():

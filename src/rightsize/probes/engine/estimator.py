@@ -206,4 +206,4 @@ def _gemm_route() -> str | None:
     import sys
 
     gemm = sys.modules.get("rightsize.probes.accel.gemm")
-    return None if gemm is None else ("onednn" if gemm.onednn_enabled() else "mkl")
+    return None if gemm is None else gemm.route()

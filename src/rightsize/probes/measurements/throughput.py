@@ -64,7 +64,7 @@ def gemm_rate(threads: int, size: int = SIZE) -> dict[str, Any]:
     prev = torch.get_num_threads()
     torch.set_num_threads(threads)           # the route is this machine's at these threads
     try:
-        route = "onednn" if gemm.onednn_enabled() else "mkl"
+        route = gemm.route()
         why = gemm.route_words()                  # the route and where it came from
     finally:
         torch.set_num_threads(prev)
