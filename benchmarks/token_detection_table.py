@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 
 ENERGY_KEY = "cohort.ecg_event_gain"
-BEFORE = "tokens_dropout0.1"          # the token recipe shipped before its dropout was chosen
-STYLES = {"tokens": ("o-", "token recipe (shipped)"), BEFORE: ("^-.", "token recipe before"),
+BEFORE = "tokens_nomix"               # the token recipe shipped before its lead mix was chosen
+STYLES = {"tokens": ("o-", "token recipe (shipped)"), BEFORE: ("^-.", "before the lead mix"),
           "pooled": ("s--", "pooled recipe")}
 
 
@@ -112,7 +112,7 @@ def markdown(rows: list[dict[str, Any]], command: str, hardware: str, found: flo
 def _recipe(row: dict[str, Any]) -> str:
     """The row's fused recipe in words: its name and the block's differing keys."""
     f = row.get("fused") or {}
-    keys = ("fusion_dim", "heads", "hidden", "epochs", "dropout")
+    keys = ("fusion_dim", "heads", "hidden", "epochs", "dropout", "lead_mix")
     return row.get("recipe", "tokens") + (
         " (" + ", ".join(f"{k} {f[k]}" for k in keys if k in f) + ")" if f else "")
 

@@ -166,3 +166,25 @@ def test_bad_event_keys_name_the_key(key: str, value: object) -> None:
 
     with pytest.raises(ParamsError, match=f"cohort.{key}"):
         parse(CohortConfig, {key: value}, "cohort")
+
+
+def test_same_moment_is_each_leads_token_at_the_tokens_centre() -> None:
+    """same_moment: one token per lead, the token itself in its own lead, each the token
+    whose 64-sample step (seen by the conv stack) holds the centre of the token's receptive
+    field, moved to that lead; crop after crop at 186; none without a crop layout."""
+    torch, stack = _conv_stack()
+    with torch.no_grad():
+        seen = (stack(torch.eye(lay.CROP_SAMPLES).unsqueeze(1))[:, 0, :] > 0).numpy()
+    first = seen.argmax(axis=0)
+    last = lay.CROP_SAMPLES - 1 - seen[::-1].argmax(axis=0)
+    centre = (first + last) // 2 % 500                           # within the token's lead
+    idx = lay.same_moment(93)
+    assert idx.shape == (93, 12)
+    assert (idx == np.arange(93)[:, None]).sum(axis=1).tolist() == [1] * 93
+    for t in range(93):
+        for lead in range(12):
+            flat = lead * 500 + centre[t]
+            assert seen[flat, idx[t, lead]] or flat > last[-1]   # seen, or past every token
+            assert idx[t, lead] == min(flat // 64, 92)           # and its step holds it
+    assert np.array_equal(lay.same_moment(186), np.concatenate([idx, idx + 93]))
+    assert lay.same_moment(16) is None and lay.same_moment(94) is None

@@ -141,7 +141,8 @@ def test_token_training_step_equals_autograd_of_the_textbook_forward(rank, rows,
 # it handles (the rest must hold their defaults, e.g. layers == 1), several values each
 CLAIMED = [  # (fusion_dim, heads, hidden, dropout)
     (8, 1, 4, 0.0), (8, 2, 16, 0.3), (16, 4, 4, 0.3), (16, 1, 16, 0.0), (24, 3, 8, 0.1)]
-NOT_IN_THE_STEP = {"epochs", "modality_dropout"}   # the loop's and the batch's, not the step's
+# the loop's and the batch's, and encode's (the lead mix, before every trainer), not the step's
+NOT_IN_THE_STEP = {"epochs", "modality_dropout", "lead_mix"}
 
 
 def test_the_claimed_grid_varies_every_key_the_pooled_accelerator_handles():
@@ -296,3 +297,44 @@ def test_attn_scale_keeps_fused_tokens_and_sends_one_token_to_the_textbook():
     assert est.accelerator({"ecg_tokens": 1}) is None
     plain = Estimator(probe_spec("fused"), TrainConfig())
     assert plain.accelerator({"ecg_tokens": 1}).name == "fused_pooled"
+
+
+@pytest.mark.parametrize("tokens, beta", [(93, 1.0), (186, 0.5), (16, 1.0), (93, 0.0)])
+def test_lead_mix_adds_each_moments_mean_over_the_leads_in_encode(tokens, beta):
+    """train.fused.lead_mix: encode's ECG coordinates are ``(I + beta A / 12) z`` with ``A``
+    marking, for each token, the 12 tokens of the same moment (HuBERT-ECG's layout, one per
+    lead); a count with no crop layout (16) and beta 0 leave ``z`` as it is. Every trainer
+    and forward starts from encode, so fused_tokens keeps applying."""
+    from rightsize.cohort.token_layout import same_moment
+    from rightsize.probes.models.fused.model import CrossAttnFusedProbe
+
+    from .probe_fixtures import DE, DG
+
+    def build(mix):
+        return randomized(lambda r: CrossAttnFusedProbe(DE, DG, fusion_dim=8, heads=2, hidden=8,
+                                                        pca_rank=r, lead_mix=mix), 8)
+
+    inputs = probe_inputs(3, 7, tokens=tokens)
+    plain = build(0.0).encode(*inputs)["ecg"]
+    mixed = build(beta).encode(*inputs)["ecg"]
+    idx = same_moment(tokens)
+    if idx is None or beta == 0:
+        assert torch.equal(mixed, plain)
+        return
+    a = torch.zeros(tokens, tokens, dtype=torch.float64)
+    a[torch.arange(tokens)[:, None], torch.from_numpy(idx)] = 1.0
+    expect = torch.einsum("tu,bur->btr", torch.eye(tokens, dtype=torch.float64) + beta * a / 12,
+                          plain)
+    torch.testing.assert_close(mixed, expect, rtol=1e-12, atol=1e-12)
+    assert not torch.allclose(mixed, plain)
+
+
+def test_lead_mix_keeps_both_accelerators():
+    from rightsize.probes.engine.config import TrainConfig
+    from rightsize.probes.engine.estimator import Estimator
+    from rightsize.probes.models.fused import FusedConfig
+    from rightsize.probes.registry import spec as probe_spec
+
+    est = Estimator(probe_spec("fused"), TrainConfig(fused=FusedConfig(lead_mix=1.0)))
+    assert est.accelerator({"ecg_tokens": 93}).name == "fused_tokens"
+    assert est.accelerator({"ecg_tokens": 1}).name == "fused_pooled"

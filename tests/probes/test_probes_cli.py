@@ -190,6 +190,8 @@ def _bad_params(work, tmp_path, **train):
     ({"fused": {**TRAIN["fused"], "layers": 0}}, "train.fused.layers"),
     ({"fused": {**TRAIN["fused"], "layers": 1.5}}, "train.fused.layers"),
     ({"fused": {**TRAIN["fused"], "attn_scale": 0.0}}, "train.fused.attn_scale"),
+    ({"fused": {**TRAIN["fused"], "lead_mix": -1.0}}, "train.fused.lead_mix"),
+    ({"fused": {**TRAIN["fused"], "tokens": {"lead_mix": -0.5}}}, "train.fused.tokens.lead_mix"),
     ({"accelerate": 1}, "train.accelerate"),
 ])
 def test_bad_params_exit_2_naming_the_key(work, tmp_path, capsys, change, key):

@@ -211,3 +211,18 @@ def test_a_second_fusion_block_is_trained_by_autograd_and_saved(cohort, tmp_path
 def _small_fused(cohort, layers):
     cfg = small_train_config(epochs=6, layers=layers)
     return train_probe(probe_spec("fused"), cohort, cfg)
+
+
+def test_training_flushes_subnormals_and_restores_them():
+    """A float32 subnormal (1e-39) is zero inside the training runtime, where a sharp softmax
+    would otherwise slow every product it enters, and itself again outside."""
+    import torch
+
+    from rightsize.probes.engine.torch_replicas import torch_runtime
+
+    tiny = torch.tensor([1e-39], dtype=torch.float32)
+    assert (tiny * 1.0).item() != 0.0
+    with torch_runtime(seed=0, threads=1, device="cpu"):
+        inside = (tiny * 1.0).item()
+    assert inside == 0.0
+    assert (tiny * 1.0).item() != 0.0

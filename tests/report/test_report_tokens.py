@@ -190,10 +190,9 @@ def test_detection_sentence_from_the_committed_table(tokens16):
     assert ("At 93 tokens, with 829 train subjects, an event seen in 12 leads is found when "
             "its energy (cohort.ecg_event_gain) is ≥ 1.00, one seen in 3 leads at none of the "
             "energies tried (up to 2.00), one seen in 1 lead when ≥ 2.00; below that, the "
-            "head does not pick the event out (found: the head validation chose puts ≥ 0.500 "
-            "on the event "
-            "in at least 80% of seeds; benchmarks/results/token_detection.json, measured on "
-            "AMD EPYC 7B13).") in section
+            "head does not pick the event out. Found means the head validation chose puts "
+            "≥ 0.500 on the event in at least 80% of seeds "
+            "(benchmarks/results/token_detection.json, measured on AMD EPYC 7B13).") in section
     # the pooled cohort's recipe's rows give a second sentence of their own
     assert ("With the pooled cohort's fused recipe instead, an event seen in 12 leads is "
             "found when its energy is ≥ 0.500.") in section
@@ -215,7 +214,7 @@ def test_below_the_found_energy_the_sentence_reads_the_gain(tokens16, gains, wor
     table = tokens16 / "benchmarks" / "results" / "token_detection.json"
     table.parent.mkdir(parents=True)
     table.write_text(json.dumps({"rows": rows}))
-    assert f"below that, {words} (found:" in " ".join(_section(tokens16).split())
+    assert f"below that, {words}. Found means" in " ".join(_section(tokens16).split())
 
 
 def test_the_section_names_the_token_recipe_that_trained(tokens16):
@@ -232,3 +231,7 @@ def test_the_section_names_the_token_recipe_that_trained(tokens16):
     (tokens16 / "metrics" / "train" / "fused.json").write_text(
         json.dumps({"arch": {**arch, "dropout": 0.9}}))
     assert "MLP hidden 64 (dropout 0.9), 150 epochs." in _section(tokens16)
+    (tokens16 / "metrics" / "train" / "fused.json").write_text(
+        json.dumps({"arch": {**arch, "dropout": 0.9, "lead_mix": 1.0}}))
+    assert ("MLP hidden 64 (dropout 0.9), 150 epochs, each ECG token plus 1 x the mean of the "
+            "12 leads' tokens at its moment.") in _section(tokens16)

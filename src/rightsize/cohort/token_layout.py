@@ -12,7 +12,8 @@ record of ``k`` crops is ``93 k`` tokens, crop after crop.
 :func:`token_of` places a moment of the heart (crop, lead, sample within the lead) in the
 token whose 64-sample step holds it (the last token for the tail that only its receptive
 field reaches). The synthetic cohort uses it to lay out its planted events
-(:mod:`rightsize.cohort.planted_tokens`).
+(:mod:`rightsize.cohort.planted_tokens`); :func:`same_moment` gives, for each token, the
+tokens that see the same moment in the other leads (the fused probe's ``lead_mix``).
 """
 
 from __future__ import annotations
@@ -98,3 +99,16 @@ def max_windows(n_crops: int, at_most: int) -> int:
         if np.unique(tok).size == tok.size:
             return n
     return 1
+
+
+def same_moment(n_tokens: int) -> np.ndarray | None:
+    """``(n_tokens, 12)`` int64: for each token of a record of ``n_tokens`` tokens, the token
+    of each lead that holds the same moment of its crop (the sample at the centre of the
+    token's receptive field, placed by :func:`token_of`); a token's own lead gives itself.
+    None when ``n_tokens`` is not a whole number of crops (no lead layout to follow)."""
+    if not crops(n_tokens):
+        return None
+    crop, j = np.divmod(np.arange(n_tokens), TOKENS_PER_CROP)
+    first, last = token_span(j)
+    sample = ((first + last) // 2) % LEAD_SAMPLES
+    return token_of(crop[:, None], np.arange(LEADS)[None, :], sample[:, None])

@@ -48,11 +48,14 @@ def _recipe_words(inputs: ReportInputs, evaluated: Any) -> str:
         return ""
     heads = int(num(arch, "heads") or 0)
     epochs, dropout = num(evaluated, "epochs"), num(arch, "dropout")
+    mix = num(arch, "lead_mix")
     return (f"The fused probe trains its token-level recipe (`train.fused.tokens`): fusion "
             f"width {fmt.integer(num(arch, 'fusion_dim'))}, {heads} head{'s' * (heads != 1)}, "
             f"MLP hidden {fmt.integer(num(arch, 'hidden'))}"
             + (f" (dropout {dropout:g})" if dropout is not None else "")
-            + (f", {fmt.integer(epochs)} epochs" if epochs is not None else "") + ". ")
+            + (f", {fmt.integer(epochs)} epochs" if epochs is not None else "")
+            + (f", each ECG token plus {mix:g} x the mean of the 12 leads' tokens at its "
+               "moment" if mix else "") + ". ")
 
 
 def _replicas(node: dict[str, Any]) -> list[str]:
@@ -211,9 +214,9 @@ def detection_sentence(src: Source) -> str:
     hardware = get(hardware, "cpu") if isinstance(hardware, dict) else hardware
     where = f", measured on {hardware}" if hardware else ""
     out = (f"At {DETECTION_TOKENS} tokens, with {fmt.integer(train)} train subjects, "
-           f"{_found_from(rows, train, key)}; below that, {_below(rows, train)} (found: "
-           f"the head validation chose puts ≥ {fmt.number(FOUND)} on the event in at least "
-           f"{FOUND_SHARE:.0%} of seeds; {src.path}{where}).")
+           f"{_found_from(rows, train, key)}; below that, {_below(rows, train)}. Found "
+           f"means the head validation chose puts ≥ {fmt.number(FOUND)} on the event in at "
+           f"least {FOUND_SHARE:.0%} of seeds ({src.path}{where}).")
     pooled = [r for r in every if r.get("recipe") == "pooled"
               and num(r, "train_subjects") == train]
     if pooled:

@@ -5,7 +5,10 @@ inputs (:meth:`~CrossAttnFusedProbe.encode`; each first projection is applied to
 reconstruction, ``W (B c) = (W B) c``):
 
 1. project the echo clips to ``e`` (B, c, d) and the subject's ECG tokens to ``g``
-   (B, N, d); a pooled ECG is one token (N = 1);
+   (B, N, d); a pooled ECG is one token (N = 1). With ``train.fused.lead_mix`` β > 0, at
+   HuBERT-ECG's layout (N = 93 k tokens), each ECG token first gets β x the mean of the 12
+   tokens that see the same moment, one per lead (a fixed mix in PCA coordinates, part of
+   :meth:`~CrossAttnFusedProbe.encode`; other N have no leads and are left as they are);
 2. each :class:`FusionBlock` (``train.fused.layers``, default 1):
 
    * **echo -> ECG**: every clip queries ``[null, g_1 ... g_N]`` (standard multi-head
@@ -52,6 +55,7 @@ class FusedConfig:
     modality_dropout: float = 0.1   # per-row chance of hiding echo (and, separately, ECG)
     layers: int = 1         # fusion blocks (cross-attention both ways), stacked
     attn_scale: float = 1.0  # echo->ECG score multiplier (x 1/sqrt(head dim)): a sharper softmax
+    lead_mix: float = 0.0   # HuBERT-ECG layout: + this x the same moment's mean over the 12 leads
     tokens: dict[str, Any] | None = None   # this block's keys overridden at N > 1 ECG tokens
 
     def for_ecg_tokens(self, n_tokens: int) -> FusedConfig:
@@ -77,6 +81,7 @@ class FusedConfig:
         check_dropout(self.modality_dropout, f"{key}.modality_dropout", hi=0.5)
         require(self.layers >= 1, f"{key}.layers", f"must be >= 1, got {self.layers}")
         require(self.attn_scale > 0, f"{key}.attn_scale", f"must be > 0, got {self.attn_scale}")
+        require(self.lead_mix >= 0, f"{key}.lead_mix", f"must be >= 0, got {self.lead_mix}")
 
 
 def _fused_pooled() -> Accelerator:

@@ -7,10 +7,12 @@ and is loaded only when the model is built (``SPEC.model()``)."""
 from __future__ import annotations
 
 import math
+from functools import cache
 
 import torch
 from torch import nn
 
+from rightsize.cohort.token_layout import same_moment
 from rightsize.probes.engine.data import Moments
 from rightsize.probes.models.featurenorm import FeatureNorm, masked_mean
 
@@ -28,6 +30,21 @@ def _uninitialized_linear(dim: int) -> nn.Linear:
     lin.weight = nn.Parameter(torch.empty(dim, dim))
     lin.bias = nn.Parameter(torch.empty(dim))
     return lin
+
+
+@cache
+def _same_moment(n_tokens: int) -> torch.Tensor | None:
+    idx = same_moment(n_tokens)
+    return None if idx is None else torch.from_numpy(idx)
+
+
+def mix_leads(g: torch.Tensor, lead_mix: float) -> torch.Tensor:
+    """ECG token coordinates ``g`` (B, N, r) plus ``lead_mix`` x the mean of the 12 tokens that
+    see the same moment, one per lead (HuBERT-ECG's layout,
+    :func:`rightsize.cohort.token_layout.same_moment`); ``g`` itself where ``lead_mix`` is 0 or
+    ``N`` is not a whole number of 93-token crops."""
+    idx = _same_moment(g.shape[1]) if lead_mix and g.dim() == 3 else None
+    return g if idx is None else g + lead_mix * g[:, idx].mean(dim=2)
 
 
 class CrossAttention(nn.Module):
@@ -94,9 +111,10 @@ class CrossAttnFusedProbe(nn.Module):
 
     def __init__(self, echo_dim: int, ecg_dim: int, fusion_dim: int = 256, heads: int = 4,
                  hidden: int = 256, dropout: float = 0.1, pca_rank: int = 0,
-                 layers: int = 1, attn_scale: float = 1.0) -> None:
+                 layers: int = 1, attn_scale: float = 1.0, lead_mix: float = 0.0) -> None:
         super().__init__()
         d = fusion_dim
+        self.lead_mix = lead_mix
         self.norm_echo = FeatureNorm(echo_dim, pca_rank)
         self.norm_ecg = FeatureNorm(ecg_dim, pca_rank)
         self.echo_proj = nn.Linear(echo_dim, d)
@@ -114,10 +132,11 @@ class CrossAttnFusedProbe(nn.Module):
 
     def encode(self, echo: torch.Tensor, clip_mask: torch.Tensor, ecg: torch.Tensor,
                has_ecg: torch.Tensor) -> Batch:
-        """The fixed part (normalization, PCA): clip coordinates (B, c, r) and ECG
-        coordinates (B, r) pooled or (B, N, r) tokens, under the same four keys."""
+        """The fixed part (normalization, PCA, the lead mix): clip coordinates (B, c, r) and
+        ECG coordinates (B, r) pooled or (B, N, r) tokens, under the same four keys."""
+        ecg_coords = mix_leads(self.norm_ecg.coords(ecg, has_ecg), self.lead_mix)
         return {"echo": self.norm_echo.coords(echo, clip_mask), "clip_mask": clip_mask,
-                "ecg": self.norm_ecg.coords(ecg, has_ecg), "has_ecg": has_ecg}
+                "ecg": ecg_coords, "has_ecg": has_ecg}
 
     def forward(self, echo: torch.Tensor, clip_mask: torch.Tensor, ecg: torch.Tensor,
                 has_ecg: torch.Tensor) -> torch.Tensor:

@@ -375,7 +375,9 @@ def _replica_by_replica(loss_backward: Any) -> Any:
     return trainer
 
 
-HANDLES = frozenset(("epochs", "fusion_dim", "heads", "hidden", "dropout", "modality_dropout"))
+# lead_mix: part of the model's encode, which every trainer runs once per split
+HANDLES = frozenset(("epochs", "fusion_dim", "heads", "hidden", "dropout", "modality_dropout",
+                     "lead_mix"))
 POOLED = Accelerator(
     name="fused_pooled",
     precondition="fused probe with one ECG token per subject (pooled) and one fusion block",
