@@ -215,8 +215,14 @@ class Progress:
         now = time.perf_counter()
         if self._first is None and self.count > 0:
             self._first = (now, self.count)
-        if now - self._last >= self.every:
+        if now - self._last >= self.every and not self._finished_shown():
             self._draw()
+
+    def _finished_shown(self) -> bool:
+        """True in a log once the line of the total reached is out: the work's end is one
+        line, however often the count is set to the total again."""
+        return (self.mode == "log" and self.total is not None and self.count >= self.total
+                and self._shown == self.count)
 
     def set(self, count: int, note: str = "") -> None:
         """Set the count of items done (instead of advancing it)."""

@@ -84,6 +84,18 @@ def test_a_log_gets_a_plain_line_each_interval_and_a_final_line(clock, capsys, m
                      "fused: epoch 10/10 val_loss 0.10 in 2 min"]                 # 120 s
 
 
+def test_a_log_shows_the_total_reached_once(clock, capsys, monkeypatch):
+    """A poller that sets the count to the total again (extract's parent does, once per
+    poll) gets one final line, not one per poll."""
+    monkeypatch.setenv(console.LOG_EVERY_ENV, "0.000001")
+    with console.Progress("extract:", total=6, unit="records") as bar:
+        for done in (0, 2, 6, 6, 6):
+            clock.now += 1.0
+            bar.set(done)
+    lines = capsys.readouterr().err.splitlines()
+    assert lines == ["extract: ...", "extract: 2/6 records", "extract: 6/6 records in 3 s"]
+
+
 def test_short_work_in_a_log_prints_nothing_and_zero_turns_lines_off(clock, capsys,
                                                                      monkeypatch, tty_stderr):
     with console.task("hashing"):
