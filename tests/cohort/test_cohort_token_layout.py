@@ -30,16 +30,23 @@ def _conv_stack():
     return torch, torch.nn.Sequential(*layers)
 
 
-def test_layout_matches_a_torch_conv_stack() -> None:
-    """Every token's sample range and leads, from impulses through real Conv1d layers."""
+def _seen_by_the_conv_stack():
+    """``(seen, first, last, n_out)``: which samples each token sees (samples, tokens), from
+    one impulse per sample through the Conv1d stack, and each token's first and last one."""
     torch, stack = _conv_stack()
     with torch.no_grad():
         n_out = stack(torch.zeros(1, 1, lay.CROP_SAMPLES)).shape[-1]
         impulses = torch.eye(lay.CROP_SAMPLES).unsqueeze(1)             # one per sample
         seen = (stack(impulses)[:, 0, :] > 0).numpy()                   # (samples, tokens)
-    assert n_out == lay.TOKENS_PER_CROP == 93
     first = seen.argmax(axis=0)
     last = lay.CROP_SAMPLES - 1 - seen[::-1].argmax(axis=0)
+    return seen, first, last, n_out
+
+
+def test_layout_matches_a_torch_conv_stack() -> None:
+    """Every token's sample range and leads, from impulses through real Conv1d layers."""
+    seen, first, last, n_out = _seen_by_the_conv_stack()
+    assert n_out == lay.TOKENS_PER_CROP == 93
     lo, hi = lay.token_span(np.arange(93))
     assert np.array_equal(first, lo) and np.array_equal(last, hi)
     assert (lay.HOP, lay.FIELD) == (int(np.diff(first)[0]), int(last[0] - first[0] + 1))
@@ -172,11 +179,7 @@ def test_same_moment_is_each_leads_token_at_the_tokens_centre() -> None:
     """same_moment: one token per lead, the token itself in its own lead, each the token
     whose 64-sample step (seen by the conv stack) holds the centre of the token's receptive
     field, moved to that lead; crop after crop at 186; none without a crop layout."""
-    torch, stack = _conv_stack()
-    with torch.no_grad():
-        seen = (stack(torch.eye(lay.CROP_SAMPLES).unsqueeze(1))[:, 0, :] > 0).numpy()
-    first = seen.argmax(axis=0)
-    last = lay.CROP_SAMPLES - 1 - seen[::-1].argmax(axis=0)
+    seen, first, last, _ = _seen_by_the_conv_stack()
     centre = (first + last) // 2 % 500                           # within the token's lead
     idx = lay.same_moment(93)
     assert idx.shape == (93, 12)
