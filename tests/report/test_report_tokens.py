@@ -198,6 +198,20 @@ def test_detection_sentence_from_the_committed_table(tokens16):
             "found when its energy is ≥ 0.500.") in section
 
 
+def test_lead_counts_with_one_answer_share_a_clause(tokens16):
+    rows = [_cell(12, 0.5, 1.0), _cell(3, 0.25, 0.0), _cell(3, 0.5, 1.0), _cell(1, 0.5, 1.0),
+            *({**_cell(n, e, share), "recipe": "pooled"}
+              for n, e, share in ((12, 0.5, 0.0), (12, 1.0, 1.0), (3, 1.0, 0.9), (1, 0.5, 1.0)))]
+    table = tokens16 / "benchmarks" / "results" / "token_detection.json"
+    table.parent.mkdir(parents=True)
+    table.write_text(json.dumps({"rows": rows, "hardware": {"cpu": "AMD EPYC 7B13"}}))
+    section = _section(tokens16)
+    assert ("an event seen in 12, 3 or 1 leads is found when its energy "
+            "(cohort.ecg_event_gain) is ≥ 0.500; below that") in section
+    assert ("With the pooled cohort's fused recipe instead, an event seen in 12 or 3 leads is "
+            "found when its energy is ≥ 1.00, one seen in 1 lead when ≥ 0.500.") in section
+
+
 @pytest.mark.parametrize(("gains", "words"), [
     ([(1.0, 0.7, 1.3), (0.97, 0.6, 1.3)], "the head does not pick the event out, yet the "
      "fused probe still errs less than concat (concat − fused test MAE +0.97 to +1.00, every "

@@ -251,30 +251,38 @@ def _below(rows: list[dict], train: float) -> str:
 
 
 def _found_from(rows: list[dict], train: float, key: str) -> str:
-    """Per number of leads, the smallest energy from which the event is found at ``train``."""
+    """Per number of leads, the smallest energy from which the event is found at ``train``;
+    lead counts with the same answer share one clause ("seen in 12, 3 or 1 leads")."""
     rows = [r for r in rows if num(r, "train_subjects") == train]
-    parts: list[str] = []
+    answers: dict[tuple, list[int]] = {}
     for leads in sorted({int(num(r, "event_leads") or 0) for r in rows}, reverse=True):
         cells = sorted((num(r, "energy") or 0.0, num(r, "found_share") or 0.0,
                         num(r, "energy_ratio")) for r in rows
                        if num(r, "event_leads") == leads)
         found = [(e, ratio) for i, (e, _, ratio) in enumerate(cells)
                  if all(share >= FOUND_SHARE for _, share, _ in cells[i:])]
-        seen = f"seen in {leads} lead{'s' if leads != 1 else ''}"
+        answer = ("found", *found[0]) if found else ("none", cells[-1][0], cells[-1][2])
+        answers.setdefault(answer, []).append(leads)
+    parts: list[str] = []
+    for (kind, e, ratio), leads in answers.items():
+        seen = f"seen in {_counts(leads)} lead{'s' if leads != [1] else ''}"
         first = not parts
         head = f"an event {seen} is found" if first else f"one {seen}"
-        if found and found[0][1] is not None:        # the energy over one token's noise
-            e, ratio = found[0]
+        if kind == "none":
+            parts.append(f"{head} at none of the energies tried (up to "
+                         f"{fmt.number(ratio or e)}{'x' if ratio is not None else ''})")
+        elif ratio is not None:                         # the energy over one token's noise
             tail = f" one token's noise ({key} {fmt.number(e)})" if first and key else ""
             parts.append(f"{head} when {'its energy is ' if first else ''}≥ "
                          f"{fmt.number(ratio)}x{tail}")
-        elif found:
+        else:
             energy = f"its energy ({key}) is" if first and key else "its energy is" if first \
                 else ""
-            parts.append(f"{head} when {energy} ≥ {fmt.number(found[0][0])}"
-                         .replace("  ", " "))
-        else:
-            parts.append(f"{head} at none of the energies tried (up to "
-                         f"{fmt.number(cells[-1][2] or cells[-1][0])}"
-                         f"{'x' if cells[-1][2] is not None else ''})")
+            parts.append(f"{head} when {energy} ≥ {fmt.number(e)}".replace("  ", " "))
     return ", ".join(parts)
+
+
+def _counts(leads: list[int]) -> str:
+    """12 / 12 or 3 / 12, 3 or 1."""
+    words = [str(n) for n in leads]
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} or {words[-1]}"
