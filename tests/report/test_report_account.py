@@ -74,9 +74,11 @@ def _bars(rgb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return green, grey
 
 
-def _ratio(green: np.ndarray, grey: np.ndarray) -> float:
+def _widest_rows(green: np.ndarray, grey: np.ndarray
+                 ) -> tuple[int, int, np.ndarray, np.ndarray]:
+    """The rows where each bar is widest, and the bar's columns in that row."""
     g_row, w_row = int(green.sum(axis=1).argmax()), int(grey.sum(axis=1).argmax())
-    return green[g_row].sum() / max(int(grey[w_row].sum()), 1)
+    return g_row, w_row, np.flatnonzero(green[g_row]), np.flatnonzero(grey[w_row])
 
 
 def test_browser_shows_the_waterfall(rampnet_report, tmp_path):
@@ -88,14 +90,14 @@ def test_browser_shows_the_waterfall(rampnet_report, tmp_path):
         rgb = _shoot(rampnet_report, tmp_path / f"shot{attempt}.png",
                      tmp_path / f"profile{attempt}")
         green, grey = _bars(rgb)
+        _, _, g_cols, w_cols = _widest_rows(green, grey)
         drawn = green.sum() > 2000 and grey.sum() > 1500
-        if drawn and abs(_ratio(green, grey) / expected - 1) < 0.1:
+        if drawn and abs(g_cols.size / max(w_cols.size, 1) / expected - 1) < 0.1:
             break
     # the useful bar is about 53 % of the calendar wide, the waiting bar about 37 %:
     # both are on the first screen, side by side in that proportion
     assert green.sum() > 2000 and grey.sum() > 1500, (green.sum(), grey.sum())
-    g_row, w_row = int(green.sum(axis=1).argmax()), int(grey.sum(axis=1).argmax())
-    g_cols, w_cols = np.flatnonzero(green[g_row]), np.flatnonzero(grey[w_row])
+    g_row, w_row, g_cols, w_cols = _widest_rows(green, grey)
     assert g_cols.size / w_cols.size == pytest.approx(expected, rel=0.1)
     assert 0 < w_row - g_row < 300                      # waiting a few bars below useful
     assert g_cols.max() < w_cols.min() + 5              # ... and starting right of it
