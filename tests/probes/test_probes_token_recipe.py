@@ -29,6 +29,15 @@ def test_the_token_recipe_applies_at_more_than_one_token_only():
     assert FusedConfig().for_ecg_tokens(93) == FusedConfig()
 
 
+def test_epochs_per_crop_scales_the_token_recipe_with_the_records_crops():
+    block = FusedConfig(tokens={**TOKEN_RECIPE, "epochs_per_crop": True})
+    assert [block.for_ecg_tokens(n).epochs for n in (1, 16, 93, 186, 279)] == [
+        block.epochs, 4, 4, 8, 12]          # pooled: the block's own; 16: not whole crops
+    at186 = block.for_ecg_tokens(186)
+    assert not at186.epochs_per_crop and at186.for_ecg_tokens(186).epochs == 8   # once
+    assert FusedConfig(tokens=TOKEN_RECIPE).for_ecg_tokens(186).epochs == 4
+
+
 @pytest.mark.parametrize(("tokens", "message"), [
     ({"heads": 3}, "train.fused.tokens.heads: fusion_dim 256 is not divisible by heads 3"),
     ({"fusion_dim": "x"}, "train.fused.tokens.fusion_dim: expected an integer"),
@@ -78,6 +87,11 @@ def test_token_cost_times_the_token_recipe_for_its_timed_epochs():
     at93, at1 = parse_case(params, 93), parse_case(params, 1)
     assert at93.epochs == TOKEN_RECIPE["epochs"] and at1.epochs == TRAIN["fused"]["epochs"]
     assert at93.train.fused.for_ecg_tokens(93).fusion_dim == 8
+    per_crop = {**params, "train": {**params["train"], "fused": {
+        **TRAIN["fused"], "tokens": {**TOKEN_RECIPE, "epochs_per_crop": True}}}}
+    at186 = parse_case(per_crop, 186)           # extrapolates to 2 crops' epochs, times 3
+    assert at186.epochs == 2 * TOKEN_RECIPE["epochs"]
+    assert at186.train.fused.for_ecg_tokens(186).epochs == 3
 
 
 def test_the_train_block_answers_per_token_count():

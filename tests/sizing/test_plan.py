@@ -174,6 +174,16 @@ def test_layers_table_and_notes_carry_the_caveats() -> None:
     assert "none committed, so GPU compute is estimated" in joined
 
 
+def test_the_cpu_note_names_the_dtype_the_benches_ran_in() -> None:
+    """The CPU column's rates are the bench's: a bf16 bench is not called float32."""
+    bf16 = {**bench_dict(), "compute_dtype": "bfloat16"}
+    echo = {**bench_dict("echojepa", "vitl", preprocess_rate=None), "compute_dtype": "bfloat16"}
+    joined = " ".join(_size(ecg=bf16, echo=echo)["text"]["notes"])
+    assert "threads (in bfloat16, as the benches ran)" in joined and "float32)" not in joined
+    mixed = " ".join(_size(ecg=bf16)["text"]["notes"])
+    assert "(ecg in bfloat16; echo in float32)" in mixed
+
+
 def test_prices_only_when_set_and_labelled() -> None:
     assert _size()["prices"] is None and _size()["ask"]["cost"] is None
     out = _size(_cfg(prices={"gpu_hour": 2.0, "cpu_core_hour": 0.05}))

@@ -232,6 +232,16 @@ def _elsewhere_note(result: dict[str, Any]) -> list[str]:
             f"`rightsize bench-encoder`) here to measure this CPU."]
 
 
+def _cpu_dtypes(result: dict[str, Any]) -> str:
+    """The dtype the CPU benches computed in (what the CPU column's rates assume): one word
+    when they agree, else each model's."""
+    cpu = {m: b.get("compute_dtype", "float32") for m, b in result["benches"].items()
+           if b.get("device") == "cpu"}
+    if len(set(cpu.values())) == 1:
+        return f"in {next(iter(cpu.values()))}, as the benches ran"
+    return "; ".join(f"{m} in {d}" for m, d in cpu.items()) or "no CPU bench"
+
+
 def notes(result: dict[str, Any]) -> list[str]:
     """What a person needs beside the numbers: rules, caveats, where each rate came from."""
     hw, est, disk = result["hardware"], result["estimate"], result["disk"]
@@ -243,7 +253,8 @@ def notes(result: dict[str, Any]) -> list[str]:
         f"at their slow end. An option qualifies only when every part of it was timed (a "
         f"part with no time is said: unknown) and the shards fit the free space and quota.",
         f"This machine's CPU: the encoder rate at its best measured batch with all "
-        f"{hw['cores']} threads (float32), preprocessing on the same cores (the times add), "
+        f"{hw['cores']} threads ({_cpu_dtypes(result)}), preprocessing on the same cores (the "
+        f"times add), "
         f"reading and writing overlapping. On k GPUs: compute over k GPUs, preprocessing over "
         f"{result['cpu_cores_per_gpu']} CPU cores per GPU at the per-core rate measured on "
         f"this CPU, reading and writing at the rates measured here, all overlapping.",

@@ -51,6 +51,7 @@ def bench_summary(b: dict[str, Any]) -> dict[str, Any]:
             "hidden_size": b["hidden_size"], "hidden_states": b["hidden_states"],
             "flops_per_record": b["flops_per_record"], "device": b["device"],
             "records_per_s": b.get("records_per_s"), "best_batch": b.get("best_batch"),
+            "compute_dtype": b.get("compute_dtype", "float32"),
             "timing_extrapolated": bool(b.get("timing", {}).get("extrapolated")),
             "preprocess_records_per_s_per_core": pre.get("records_per_s_per_core"),
             "geometry_words": geometry_words(b["family"], b.get("geometry") or {},

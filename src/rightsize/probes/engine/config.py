@@ -20,7 +20,7 @@ from rightsize.probes.registry import SPECS, spec
 DEVICES = ("cpu", "cuda", "auto")
 # Keys of a probe's block that shape its training, not its model: left out of its
 # architecture (:meth:`rightsize.probes.engine.estimator.Estimator.arch`, checkpoints)
-SCHEDULE_KEYS = ("epochs", "modality_dropout")
+SCHEDULE_KEYS = ("epochs", "epochs_per_crop", "modality_dropout")
 # Keys of a probe's block resolved before the model is built (``train.fused.tokens``: the
 # overrides at N > 1 ECG tokens), also left out of its architecture
 INPUT_OVERRIDES = ("tokens",)

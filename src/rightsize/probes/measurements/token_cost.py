@@ -74,7 +74,7 @@ def case_params(params: dict[str, Any], tokens: int, epochs_run: int) -> dict[st
     """The params of one measured case: ``params`` with a synthetic cohort at ``tokens`` ECG
     tokens (its other keys as configured; ``files`` inputs dropped), one seed, and
     ``epochs_run`` fused epochs (also in ``train.fused.tokens``, the block's overrides at
-    ``tokens > 1``, which the estimator applies)."""
+    ``tokens > 1``, which the estimator applies; never scaled per crop)."""
     out = copy.deepcopy(params)
     cohort = out["cohort"]
     cohort.update(source="synthetic", ecg_tokens=int(tokens))
@@ -82,8 +82,10 @@ def case_params(params: dict[str, Any], tokens: int, epochs_run: int) -> dict[st
         cohort["files"] = {k: None for k in cohort["files"]}
     out["train"]["seeds"] = 1
     block = {**out["train"].get(PROBE, {}), "epochs": int(epochs_run)}
+    block.pop("epochs_per_crop", None)          # the timed run trains epochs_run as given
     if block.get("tokens"):          # train.fused.tokens: its epochs too, the rest as set
-        block["tokens"] = {**block["tokens"], "epochs": int(epochs_run)}
+        block["tokens"] = {k: v for k, v in block["tokens"].items() if k != "epochs_per_crop"}
+        block["tokens"]["epochs"] = int(epochs_run)
     out["train"][PROBE] = block
     return out
 

@@ -36,6 +36,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Any
 
+from rightsize.cohort.token_layout import crops
 from rightsize.params import parse, require
 from rightsize.probes.spec import ProbeSpec, check_dropout, check_epochs
 
@@ -56,14 +57,22 @@ class FusedConfig:
     layers: int = 1         # fusion blocks (cross-attention both ways), stacked
     attn_scale: float = 1.0  # echo->ECG score multiplier (x 1/sqrt(head dim)): a sharper softmax
     lead_mix: float = 0.0   # HuBERT-ECG layout: + this x the same moment's mean over the 12 leads
+    epochs_per_crop: bool = False   # HuBERT-ECG layout: epochs x the record's 5-s crops
     tokens: dict[str, Any] | None = None   # this block's keys overridden at N > 1 ECG tokens
 
     def for_ecg_tokens(self, n_tokens: int) -> FusedConfig:
         """The block that trains on ``n_tokens`` ECG tokens per subject: ``tokens``'
         overrides where ``n_tokens > 1``, this block as it is on a pooled ECG; ``tokens``
-        itself resolved away (None)."""
+        itself resolved away (None). With ``epochs_per_crop``, ``epochs`` counts per 5-s
+        crop of HuBERT-ECG's layout (x 2 at 186 tokens; x 1 at a count that is not whole
+        crops), resolved into ``epochs`` (the flag then off: resolving twice is resolving
+        once)."""
         over = self.tokens if n_tokens > 1 and self.tokens else {}
-        return replace(self, **over, tokens=None)
+        block = replace(self, **over, tokens=None)
+        if block.epochs_per_crop:
+            block = replace(block, epochs=block.epochs * max(1, crops(n_tokens)),
+                            epochs_per_crop=False)
+        return block
 
     def validate(self, key: str) -> None:
         """Check ranges (message names the dotted key)."""
