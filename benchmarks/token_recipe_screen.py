@@ -63,6 +63,7 @@ def screen(a: argparse.Namespace) -> list[dict[str, Any]]:
     seconds = (time.time() - t0) / a.reps
     return [{"tag": a.tag, "tokens": a.tokens, "leads": a.leads, "gain": a.gain,
              "train": a.train, "cohort_seed": a.cohort_seed, "rep": k, "set": a.set,
+             "epochs": cfg.epochs("fused", a.tokens),   # as trained: x crops with epochs_per_crop
              "val_mae": f.val_mae, "best_epoch": f.best_epoch,
              "head_test": val_chosen_head(f.probe, va, vm, te, tm).test_weight, "s": seconds}
             for k, f in enumerate(fits)]
@@ -96,7 +97,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--params", default=str(REPO / "params.yaml"))
     ap.add_argument("--tag", default="base")
-    ap.add_argument("--set", nargs="*", default=[], help="train.fused.tokens keys, k=v")
+    ap.add_argument("--set", nargs="*", default=[],
+                    help="train.fused.tokens keys, k=v (epochs counts per 5-s crop while "
+                         "epochs_per_crop is on: x 2 at 186 tokens)")
     ap.add_argument("--tokens", type=int, default=93)
     ap.add_argument("--leads", type=int, default=12)
     ap.add_argument("--gain", type=float, default=0.5)
