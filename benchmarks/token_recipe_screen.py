@@ -1,7 +1,8 @@
 """Screen the fused probe's token recipe on the development cohort seed: validation MAE decides.
 
 One variant per call: the shipped ``train`` block of ``params.yaml`` with
-``train.fused.tokens`` keys overridden by ``--set key=value``, trained by the engine (the
+``train.fused.tokens`` keys overridden by ``--set key=value`` (``train.key=value``: a
+shared ``train`` key, e.g. ``train.lr``), trained by the engine (the
 one loop, ``--reps`` replicas, 1 thread) on one detection cell's cohort, generated in memory
 as :mod:`token_detection` generates it (HuBERT-ECG layout, split energy; cohort seed 0 by
 default: the seed kept for development, never in the headline). Each replica appends one
@@ -53,7 +54,10 @@ def screen(a: argparse.Namespace) -> list[dict[str, Any]]:
     tokens = dict(train["fused"].get("tokens") or {})
     for kv in a.set:
         key, _, value = kv.partition("=")
-        tokens[key] = yaml.safe_load(value)
+        if key.startswith("train."):        # a shared train key (e.g. train.lr)
+            train[key.removeprefix("train.")] = yaml.safe_load(value)
+        else:
+            tokens[key] = yaml.safe_load(value)
     train["fused"] = {**train["fused"], "tokens": tokens}
     cfg = parse(TrainConfig, train, "train")
     cohort = SyntheticCohort(cell_config(a.tokens, a.leads, a.gain, a.train, a.cohort_seed))
@@ -78,8 +82,9 @@ def table(rows: list[dict[str, Any]]) -> str:
         groups[(r["tokens"], r["leads"], r["gain"], r["train"], r["cohort_seed"],
                 r["tag"], " ".join(r["set"]))].append(r)
     lines = ["| tokens | leads | g | train | cohort seed | variant | overrides | val MAE "
-             "(mean) | val MAE per replica | best epochs | chosen head's test weight |",
-             "|---:|---:|---:|---:|---:|---|---|---:|---|---|---|"]
+             "(mean) | val MAE per replica | epochs trained | best epochs | chosen head's test "
+             "weight |",
+             "|---:|---:|---:|---:|---:|---|---|---:|---|---:|---|---|"]
     order = sorted(groups, key=lambda k: (k[:5], np.mean([r["val_mae"] for r in groups[k]])))
     for k in order:
         rs = sorted(groups[k], key=lambda r: r["rep"])
@@ -87,8 +92,9 @@ def table(rows: list[dict[str, Any]]) -> str:
         epochs = ", ".join(str(r["best_epoch"]) for r in rs)
         heads = ", ".join(format(r["head_test"], ".2f") for r in rs)
         mean = np.mean([r["val_mae"] for r in rs])
+        trained = rs[0].get("epochs", "-")        # rows before it was logged: -
         lines.append(f"| {k[0]} | {k[1]} | {k[2]:g} | {k[3]} | {k[4]} | {k[5]} | "
-                     f"{k[6] or '-'} | {mean:.2f} | {vals} | {epochs} | {heads} |")
+                     f"{k[6] or '-'} | {mean:.2f} | {vals} | {trained} | {epochs} | {heads} |")
     return "\n".join(lines)
 
 
@@ -99,7 +105,8 @@ def main() -> None:
     ap.add_argument("--tag", default="base")
     ap.add_argument("--set", nargs="*", default=[],
                     help="train.fused.tokens keys, k=v (epochs counts per 5-s crop while "
-                         "epochs_per_crop is on: x 2 at 186 tokens)")
+                         "epochs_per_crop is on: x 2 at 186 tokens); train.k=v sets a shared "
+                         "train key (train.lr=0.003)")
     ap.add_argument("--tokens", type=int, default=93)
     ap.add_argument("--leads", type=int, default=12)
     ap.add_argument("--gain", type=float, default=0.5)
@@ -116,7 +123,9 @@ def main() -> None:
         rows = [json.loads(x) for x in Path(a.log).read_text().splitlines() if x.strip()]
         text = ("# The token recipe screened on the development cohort seed\n\n"
                 "Validation MAE decides (lower is better); the chosen head's test weight is "
-                "shown for reading only. 1 thread, replicas = seeds 0..K-1 of the engine.\n\n"
+                "shown for reading only. 1 thread, replicas = seeds 0..K-1 of the engine. Epochs "
+                "trained: as the engine ran them (an epochs override counts per 5-s crop, x 2 "
+                "at 186 tokens; - in rows logged before the column).\n\n"
                 + table(rows))
         print(write_result(a.out, text, "token_recipe_screen.py"))
         return

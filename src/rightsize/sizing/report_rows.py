@@ -253,11 +253,11 @@ def notes(result: dict[str, Any]) -> list[str]:
         f"at their slow end. An option qualifies only when every part of it was timed (a "
         f"part with no time is said: unknown) and the shards fit the free space and quota.",
         f"This machine's CPU: the encoder rate at its best measured batch with all "
-        f"{hw['cores']} threads ({_cpu_dtypes(result)}), preprocessing on the same cores (the "
-        f"times add), "
-        f"reading and writing overlapping. On k GPUs: compute over k GPUs, preprocessing over "
-        f"{result['cpu_cores_per_gpu']} CPU cores per GPU at the per-core rate measured on "
-        f"this CPU, reading and writing at the rates measured here, all overlapping.",
+        f"{hw['cores']} threads ({_cpu_dtypes(result)}), preprocessing on the same cores "
+        f"(the times add), reading and writing overlapping. On k GPUs: compute over k GPUs, "
+        f"preprocessing over {result['cpu_cores_per_gpu']} CPU cores per GPU at the per-core "
+        f"rate measured on this CPU, reading and writing at the rates measured here, all "
+        f"overlapping.",
     ]
     if hw.get("gpu_measured"):
         out.append(f"GPU figures measured on {hw['gpu']} (see the GPU files below) in the "
