@@ -88,6 +88,9 @@ def run_process(argv: list[str], *, cwd: str | os.PathLike[str] | None = None,
 
 
 REPO = Path(__file__).resolve().parents[1]
+#: ``python -c CHILD verb args...``: the ``rightsize`` CLI of whichever ``src`` is first on
+#: ``PYTHONPATH`` (the sides of :func:`source_sides`).
+CHILD = "import sys; from rightsize.cli import main; sys.exit(main(sys.argv[1:]))"
 
 
 def git(*args: str) -> str:

@@ -21,6 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _measure import (  # noqa: E402
+    CHILD,
     REPO,
     Measurement,
     before_after_table,
@@ -32,7 +33,6 @@ from _measure import (  # noqa: E402
 )
 
 RAMPNET = REPO.parent / "shared" / "telemetry" / "rampnet1_stage2"
-CHILD = "import sys; from rightsize.cli import main; sys.exit(main(sys.argv[1:]))"
 
 GOAL = 1.20
 

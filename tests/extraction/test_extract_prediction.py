@@ -37,12 +37,13 @@ def _bench_here(corpus: Path, worker_threads: int | None = 1) -> Path:
 def test_the_prediction_sits_beside_the_run_and_names_the_bench_host(corpus: Path) -> None:
     """The bench measured here (workers' start-up included) predicts the run; the metrics,
     headline and report hold both, each part predicted, and say the bench is this host's."""
+    from rightsize.extraction.record_list import shard_sizes
     from rightsize.params import load_block
     from rightsize.reporting.render_md import render_markdown
     from rightsize.reporting.sections_extract import extract_blocks
     from rightsize.reporting.sources import read_json
     from rightsize.sizing.predict import STARTUP
-    from rightsize.verbs.extract import _prediction, _shards_of
+    from rightsize.verbs.extract import _prediction
 
     bench = _bench_here(corpus)
     b = json.loads(bench.read_text())
@@ -54,7 +55,7 @@ def test_the_prediction_sits_beside_the_run_and_names_the_bench_host(corpus: Pat
     from rightsize.extraction.config import ExtractConfig
 
     cfg = load_block(corpus / "params.yaml", "extract", ExtractConfig)
-    want = _prediction((b, json.loads(sizing.read_text())["disk"], None), cfg, _shards_of(6, 2))
+    want = _prediction((b, json.loads(sizing.read_text())["disk"], None), cfg, shard_sizes(6, 2))
     assert m["shard_sizes"] == [2, 2, 2]
     check = m["prediction_check"]
     assert check["predicted_wall_s_low"] == want["wall_s_low"] > b["workers"]["startup_s_min"]

@@ -13,6 +13,7 @@ from rightsize.extraction.record_list import (
     read_record_list,
     shard_count,
     shard_rows,
+    shard_sizes,
     task_shards,
 )
 
@@ -53,8 +54,21 @@ def test_missing_list_or_root(tmp_path: Path) -> None:
         read_record_list(tmp_path / "l.csv", tmp_path / "nowhere")
 
 
+def test_shards_are_equal_contiguous_and_cover_every_record() -> None:
+    assert shard_count(10, 4) == 3 and list(shard_rows(2, 10, 4)) == [7, 8, 9]
+    assert shard_sizes(200, 64) == (50, 50, 50, 50) and shard_sizes(10, 4) == (4, 3, 3)
+    assert shard_rows(3, 10, 4) == range(0)
+    for records in (1, 7, 64, 65, 200, 1000):
+        for per in (1, 3, 64, 100):
+            rows = [r for s in range(shard_count(records, per))
+                    for r in shard_rows(s, records, per)]
+            sizes = shard_sizes(records, per)
+            assert rows == list(range(records)), (records, per)
+            assert max(sizes) <= per and max(sizes) - min(sizes) <= 1
+            assert list(sizes) == sorted(sizes, reverse=True)
+
+
 def test_task_ranges_are_contiguous_and_cover_every_shard() -> None:
-    assert shard_count(10, 4) == 3 and list(shard_rows(2, 10, 4)) == [8, 9]
     for shards in (1, 5, 12, 13):
         for tasks in (1, 3, 5):
             ranges = [task_shards(i, tasks, shards) for i in range(tasks)]

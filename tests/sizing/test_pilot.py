@@ -21,14 +21,15 @@ PILOT = {"records": 200, "workers": 2, "wall_s": 30.0, "model": "HuBERT-ECG base
 
 
 def test_the_pilot_start_up_is_its_rest_less_its_own_schedule_idle() -> None:
-    """0.2 s per record per worker: the schedule gives one worker 128 records (25.6 s), so
-    the start-up is 30 - 25.6 = 4.4 s, and 2,000 records in shards of 64 on 2 workers take
-    4.4 s + 16 shards x 64 x 0.2 s = 4.4 + 204.8 s (the last worker: 1,024 records)."""
+    """0.2 s per record per worker: the pilot's schedule (an older cut, a short last shard)
+    gave one worker 128 records (25.6 s), so the start-up is 30 - 25.6 = 4.4 s, and 2,000
+    records at shard_records 64 (32 equal shards: 16 of 63, 16 of 62) on 2 workers take
+    4.4 s + 1,000 x 0.2 s (each worker 8 + 8 shards)."""
     start, how = pilot_startup(PILOT)
     assert start == pytest.approx(4.4) and "idle" in how
     p = pilot_wall(PILOT, 2000, 1)
     assert p["seconds_per_record_per_worker"] == pytest.approx(0.2)
-    assert p["wall_s"] == pytest.approx(4.4 + 1024 * 0.2)
+    assert p["wall_s"] == pytest.approx(4.4 + 1000 * 0.2)
     assert pilot_wall(PILOT, 2000, 2)["scaled"] == "x2: 2 crops per record from the pilot's 1"
 
 

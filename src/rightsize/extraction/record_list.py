@@ -6,8 +6,10 @@ absolute path or one with ``..`` is refused naming its row), as MIMIC-IV-ECG's
 ``record_list.csv`` does; other columns (``file_name``, ``ecg_time``) are ignored. A parquet
 file with the same columns works too. ``study_id`` is the record id and must be unique.
 
-Shard ``s`` is list rows ``[s * shard_records, (s + 1) * shard_records)`` in the list's order:
-the unit of work, of resumption and of the Slurm array's task ranges.
+The list is cut, in its order, into ``ceil(records / shard_records)`` shards of equal size
+(sizes differ by at most one record, the larger first), so no shard is a short tail that leaves
+workers idle at the end of a run: 200 records at ``shard_records: 64`` are 4 shards of 50.
+A shard is the unit of work, of resumption and of the Slurm array's task ranges.
 """
 
 from __future__ import annotations
@@ -91,13 +93,25 @@ def read_record_list(path: Path, root: Path) -> RecordList:
 
 
 def shard_count(records: int, shard_records: int) -> int:
-    """Shards of ``shard_records`` records (the last may hold fewer)."""
+    """Shards of at most ``shard_records`` records each."""
     return -(-records // shard_records)
 
 
 def shard_rows(shard: int, records: int, shard_records: int) -> range:
-    """List rows of ``shard``."""
-    return range(shard * shard_records, min((shard + 1) * shard_records, records))
+    """List rows of ``shard`` (module docstring: equal shards, the larger first; empty past
+    the last)."""
+    n = shard_count(records, shard_records)
+    if not 0 <= shard < n:
+        return range(0)
+    base, extra = divmod(records, n)
+    start = shard * base + min(shard, extra)
+    return range(start, start + base + (1 if shard < extra else 0))
+
+
+def shard_sizes(records: int, shard_records: int) -> tuple[int, ...]:
+    """Records in each shard of ``records`` records."""
+    return tuple(len(shard_rows(s, records, shard_records))
+                 for s in range(shard_count(records, shard_records)))
 
 
 def parse_task(text: str) -> tuple[int, int]:

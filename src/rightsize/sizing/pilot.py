@@ -64,8 +64,11 @@ def pilot_startup(pilot: dict[str, Any]) -> tuple[float, str]:
 
 
 def _shards(records: int, size: int) -> tuple[int, ...]:
-    full, rest = divmod(records, size)
-    return (size,) * full + ((rest,) if rest else ())
+    """Records per shard as extraction cuts ``records`` at ``shard_records: size``: equal
+    shards, the larger first (:func:`rightsize.extraction.record_list.shard_sizes`)."""
+    n = -(-records // size)
+    base, extra = divmod(records, n)
+    return (base + 1,) * extra + (base,) * (n - extra)
 
 
 def pilot_wall(pilot: dict[str, Any], records: int, crops: int | None) -> dict[str, Any]:

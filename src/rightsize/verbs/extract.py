@@ -165,12 +165,6 @@ def _prediction(inputs: tuple[Any, Any, Any] | None, cfg: Any, shard_sizes: tupl
     return predict_cpu_run(bench, _shape(cfg, shard_sizes), disk)
 
 
-def _shards_of(records: int, shard_records: int) -> tuple[int, ...]:
-    """Records per shard of ``records`` records cut into shards of ``shard_records``."""
-    full, rest = divmod(records, shard_records)
-    return (shard_records,) * full + ((rest,) if rest else ())
-
-
 def _records_done(bar: console.Progress, workers: int) -> Any:
     """The run's ``on_records``: the records done on ``bar``; until the first, the workers'
     start-up and its seconds so far."""
@@ -192,7 +186,7 @@ def _read_json(path: str) -> dict[str, Any]:
 def run_extract(args: argparse.Namespace) -> int:
     """Plan, run the shards still to do, close the folder when complete, write metrics."""
     from rightsize import atomic
-    from rightsize.extraction.record_list import parse_task, read_record_list
+    from rightsize.extraction.record_list import parse_task, read_record_list, shard_sizes
 
     cfg = _config(args)
     if args.dry_run and cfg.executor != "slurm":
@@ -208,7 +202,7 @@ def run_extract(args: argparse.Namespace) -> int:
         from rightsize.verbs.extract_slurm import run_extract_slurm
 
         return run_extract_slurm(args, cfg, records, lambda n: _prediction(
-            inputs, cfg, _shards_of(n, cfg.shard_records)))
+            inputs, cfg, shard_sizes(n, cfg.shard_records)))
     return _run(args, cfg, records, task, inputs)
 
 

@@ -71,16 +71,19 @@ def run_extract_slurm(args: Any, cfg: Any, records: Any,
     import time
 
     from rightsize.extraction.plan import survey
-    from rightsize.extraction.record_list import task_shards
+    from rightsize.extraction.record_list import shard_rows, task_shards
     from rightsize.extraction.slurm import job_script
 
     out = Path(args.out)
     first = survey(cfg, records, out)             # read only: a running task's files stay
     slurm = dataclasses.replace(cfg.slurm, tasks=max(1, min(cfg.slurm.tasks, first.shards)))
-    largest = max(len(task_shards(t, slurm.tasks, first.shards)) for t in range(slurm.tasks))
+    n, per = len(records), cfg.shard_records
+    largest = max(sum(len(shard_rows(s, n, per)) for s in task_shards(t, slurm.tasks,
+                                                                       first.shards))
+                  for t in range(slurm.tasks))           # records of the largest task
     predicted = None
     if slurm.time_s is None:
-        prediction = predict(min(largest * cfg.shard_records, len(records)))
+        prediction = predict(largest)
         predicted = (prediction or {}).get("wall_s_high")
     tasks = first.tasks_left(slurm.tasks)
     job = build_job(task_command(args, cfg), slurm, out, predicted,
