@@ -25,17 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _measure import (  # noqa: E402
-    CHILD,
-    REPO,
-    Measurement,
-    before_after_table,
-    git,
-    interleaved,
-    run_process,
-    source_sides,
-    write_result,
-)
+import _measure as measure  # noqa: E402
 
 GOAL = 1.0                        # after / before: no slower
 
@@ -46,22 +36,22 @@ def main() -> int:
     ap.add_argument("--base", default=None, help="revision for 'before' (default: merge-base "
                     "of HEAD and main)")
     ap.add_argument("--repeat", type=int, default=3, help="runs per side (default 3)")
-    ap.add_argument("--out", default=str(REPO / "benchmarks" / "results" / "extract_ab.md"))
+    ap.add_argument("--out", default=str(measure.REPO / "benchmarks" / "results" / "extract_ab.md"))
     args = ap.parse_args()
-    head = git("rev-parse", "--short", "HEAD")
-    dirty = "+dirty" if git("status", "--porcelain", "src") else ""
+    head = measure.git("rev-parse", "--short", "HEAD")
+    dirty = "+dirty" if measure.git("status", "--porcelain", "src") else ""
     metrics: dict[str, list[dict]] = {}
     with tempfile.TemporaryDirectory(prefix="extract_ab.") as tmp:
         tmp_path = Path(tmp)
-        sides, base = source_sides(args.base, tmp_path)
+        sides, base = measure.source_sides(args.base, tmp_path)
 
-        def one(name: str) -> Callable[[int], Measurement]:
-            def run(i: int) -> Measurement:
+        def one(name: str) -> Callable[[int], measure.Measurement]:
+            def run(i: int) -> measure.Measurement:
                 out, m_json = tmp_path / f"{name}-{i}", tmp_path / f"{name}-{i}.json"
                 env = {**os.environ, "PYTHONPATH": str(sides[name])}
-                m = run_process([sys.executable, "-c", CHILD, "extract", "--params",
-                                 "params.yaml", "--out", str(out), "--metrics", str(m_json)],
-                                cwd=REPO, env=env, timeout_s=900)
+                argv = [sys.executable, "-c", measure.CHILD, "extract", "--params",
+                        "params.yaml", "--out", str(out), "--metrics", str(m_json)]
+                m = measure.run_process(argv, cwd=measure.REPO, env=env, timeout_s=900)
                 if m.rc != 0:
                     raise RuntimeError(f"{name}: exit {m.rc}: {m.stderr[-2000:]}")
                 metrics.setdefault(name, []).append(json.loads(m_json.read_text()))
@@ -69,7 +59,7 @@ def main() -> int:
                 return m
             return run
 
-        runs = interleaved({name: one(name) for name in sides}, args.repeat)
+        runs = measure.interleaved({name: one(name) for name in sides}, args.repeat)
     rows = ["| side | shard sizes | run wall s (each) | start-up and the rest s (median) |",
             "|---|---|---|---|"]
     for name, ms in metrics.items():
@@ -86,11 +76,11 @@ def main() -> int:
         "fresh child process writing a fresh folder; compute in "
         f"{first.get('compute_dtype', {}).get('dtype', 'float32')}.",
         "",
-        *before_after_table(runs, GOAL),
+        *measure.before_after_table(runs, GOAL),
         "",
         *rows,
     ]) + "\n"
-    print(write_result(args.out, text, "extract_ab_bench.py"))
+    print(measure.write_result(args.out, text, "extract_ab_bench.py"))
     print(text)
     return 0
 
