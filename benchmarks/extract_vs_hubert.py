@@ -19,8 +19,8 @@ the dump never computes) has no build for this torch: the peer stands in an empt
 
 Usage::
 
-    pip install --target /tmp/hubert-deps loguru neurokit2 biosppy torchmetrics torcheval \
-        iterative-stratification tqdm joblib     # then remove torch/numpy from the target
+    pip install --target /tmp/hubert-deps loguru neurokit2 biosppy peakutils torchmetrics \
+        torcheval iterative-stratification tqdm joblib   # then remove torch/numpy from the target
     pip install --target /tmp/hubert-pins --no-deps transformers==4.46.3 tokenizers==0.20.3 \
         huggingface_hub==0.26.5
     python benchmarks/extract_vs_hubert.py --hubert-src ../HuBERT-ECG --deps /tmp/hubert-deps \

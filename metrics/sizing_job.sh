@@ -5,7 +5,7 @@
 #SBATCH --array=0
 #SBATCH --cpus-per-task=2
 #SBATCH --mem=8192M
-#SBATCH --time=0-00:16:00
+#SBATCH --time=0-00:14:00
 #SBATCH --requeue
 #SBATCH --output=data/ecg_tokens/slurm/task_%a.log
 #SBATCH --open-mode=append

@@ -23,7 +23,7 @@ def corpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.mark.parametrize("flags, device, dtype", [
     ({"avx2", "amx_bf16", "avx512_bf16"}, "cpu", "bfloat16"),
-    ({"avx512f", "avx512_bf16"}, "cpu", "bfloat16"),          # e.g. AMD Zen 4
+    ({"avx512f", "avx512_bf16"}, "cpu", "float32"),           # no AMX: bf16 measured slower
     ({"avx2", "avx512f"}, "cpu", "float32"),                  # no native bf16: emulated
     (set(), "cuda:1", "bfloat16"),
 ])

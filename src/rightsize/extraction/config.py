@@ -36,8 +36,8 @@ class ExtractConfig:
     ``batch_size`` model inputs never cross a shard. ``workers`` processes (0 = one per
     ``threads_per_worker`` cores) each run torch on ``threads_per_worker`` threads: a fixed
     thread count, so the bytes do not depend on how many workers ran. ``compute_dtype``
-    ``auto`` is resolved where the run starts (bfloat16 on a GPU or a CPU with AMX or
-    AVX512-BF16, else float32; :mod:`rightsize.encoders.compute_dtype`): the shards'
+    ``auto`` is resolved where the run starts (bfloat16 on a GPU or a CPU with AMX, else
+    float32; :mod:`rightsize.encoders.compute_dtype`): the shards'
     fingerprint holds the dtype that ran.
     """
 

@@ -47,7 +47,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                    help="model inputs per forward, comma-separated (overrides the params)")
     p.add_argument("--compute-dtype", default=None,
                    help="auto, float32, bfloat16 or float16 (overrides the params); auto: "
-                        "bfloat16 on a GPU or a CPU with AMX or AVX512-BF16, else float32")
+                        "bfloat16 on a GPU or a CPU with AMX, else float32")
     p.add_argument("--repeats", default=None, help="timed forwards per batch size (>= 3)")
     p.add_argument("--full-depth", action="store_true",
                    help="time the full model on CPU too (ignore cpu_timing_layers)")

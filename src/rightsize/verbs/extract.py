@@ -75,7 +75,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                    metavar="DTYPE",
                    help="auto, float32 or bfloat16: the dtype the forwards run in (default: "
                         "extract.compute_dtype; auto = "
-                        "bfloat16 on a GPU or a CPU with AMX or AVX512-BF16, else float32)")
+                        "bfloat16 on a GPU or a CPU with AMX, else float32)")
     p.add_argument("--executor", choices=("local", "slurm"), default=None,
                    help="local worker processes (default) or a Slurm array job")
     p.add_argument("--dry-run", action="store_true",
