@@ -147,6 +147,7 @@ def run_cell(cell: dict[str, Any], params: dict[str, Any], seeds: int, learner_s
     for k, (f, c) in enumerate(zip(fused, concat, strict=True)):
         head = val_chosen_head(f.probe, va, vm, te, tm)
         rows.append({**cell, "kind": "probes", "seed": k, "fused": block,
+                     "fused_batch": cfg.batch("fused", cell["tokens"]),
                      "best_head_val": head.test_weight,
                      "best_head_val_on_val": head.val_weight, "fused_mae": f.probe.mae(te),
                      "concat_mae": c.probe.mae(te), "fused_val_mae": f.val_mae,

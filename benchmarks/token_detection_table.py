@@ -52,6 +52,7 @@ def summarise(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
                                     [r["fused_mae"] for r in probes])
         rows.append({
             "recipe": recipe, "fused": probes[0].get("fused") if probes else None,
+            "fused_batch": probes[0].get("fused_batch", 64) if probes else None,  # 64: before
             "ecg_tokens": tokens, "train_subjects": train, "event_leads": leads,
             "energy": gain, "energy_key": ENERGY_KEY, "energy_ratio": energy_ratio(gain),
             "cohort_seeds": sorted({r["cohort_seed"] for r in rs}), "n_seeds": len(probes),
@@ -111,10 +112,11 @@ def markdown(rows: list[dict[str, Any]], command: str, hardware: str, found: flo
 
 def _recipe(row: dict[str, Any]) -> str:
     """The row's fused recipe in words: its name and the block's differing keys."""
-    f = row.get("fused") or {}
-    keys = ("fusion_dim", "heads", "hidden", "epochs", "dropout", "lead_mix")
+    f = {**(row.get("fused") or {}), "batch": row.get("fused_batch")}
+    keys = ("fusion_dim", "heads", "hidden", "epochs", "batch", "dropout", "lead_mix")
     return row.get("recipe", "tokens") + (
-        " (" + ", ".join(f"{k} {f[k]}" for k in keys if k in f) + ")" if f else "")
+        " (" + ", ".join(f"{k} {f[k]}" for k in keys if f.get(k) is not None) + ")"
+        if row.get("fused") else "")
 
 
 def figure(rows: list[dict[str, Any]], hardware: str, path: Path) -> None:

@@ -68,9 +68,20 @@ def screen(a: argparse.Namespace) -> list[dict[str, Any]]:
     return [{"tag": a.tag, "tokens": a.tokens, "leads": a.leads, "gain": a.gain,
              "train": a.train, "cohort_seed": a.cohort_seed, "rep": k, "set": a.set,
              "epochs": cfg.epochs("fused", a.tokens),   # as trained: x crops with epochs_per_crop
+             "batch": cfg.batch("fused", a.tokens),     # as trained: x crops with batch_per_crop
              "val_mae": f.val_mae, "best_epoch": f.best_epoch,
              "head_test": val_chosen_head(f.probe, va, vm, te, tm).test_weight, "s": seconds}
             for k, f in enumerate(fits)]
+
+
+def _batch_set(overrides: list[str]) -> int:
+    """The batch of a row logged before rows said it: ``train.batch_size`` as set, else the
+    64 every such row trained with."""
+    for kv in overrides:
+        key, _, value = kv.partition("=")
+        if key == "train.batch_size":
+            return int(value)
+    return 64
 
 
 def table(rows: list[dict[str, Any]]) -> str:
@@ -82,9 +93,9 @@ def table(rows: list[dict[str, Any]]) -> str:
         groups[(r["tokens"], r["leads"], r["gain"], r["train"], r["cohort_seed"],
                 r["tag"], " ".join(r["set"]))].append(r)
     lines = ["| tokens | leads | g | train | cohort seed | variant | overrides | val MAE "
-             "(mean) | val MAE per replica | epochs trained | best epochs | chosen head's test "
-             "weight |",
-             "|---:|---:|---:|---:|---:|---|---|---:|---|---:|---|---|"]
+             "(mean) | val MAE per replica | epochs trained | batch | best epochs | chosen head's "
+             "test weight |",
+             "|---:|---:|---:|---:|---:|---|---|---:|---|---:|---:|---|---|"]
     order = sorted(groups, key=lambda k: (k[:5], np.mean([r["val_mae"] for r in groups[k]])))
     for k in order:
         rs = sorted(groups[k], key=lambda r: r["rep"])
@@ -93,8 +104,10 @@ def table(rows: list[dict[str, Any]]) -> str:
         heads = ", ".join(format(r["head_test"], ".2f") for r in rs)
         mean = np.mean([r["val_mae"] for r in rs])
         trained = rs[0].get("epochs", "-")        # rows before it was logged: -
+        batch = rs[0].get("batch") or _batch_set(rs[0]["set"])
         lines.append(f"| {k[0]} | {k[1]} | {k[2]:g} | {k[3]} | {k[4]} | {k[5]} | "
-                     f"{k[6] or '-'} | {mean:.2f} | {vals} | {trained} | {epochs} | {heads} |")
+                     f"{k[6] or '-'} | {mean:.2f} | {vals} | {trained} | {batch} | {epochs} | "
+                     f"{heads} |")
     return "\n".join(lines)
 
 

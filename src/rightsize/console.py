@@ -95,11 +95,6 @@ def progress_mode() -> str | None:
     return "log" if log_every_s() > 0 else None
 
 
-def progress_enabled() -> bool:
-    """True when progress may be shown (on a terminal, or as plain lines in a log)."""
-    return progress_mode() is not None
-
-
 def _clear_line() -> None:
     """Erase a progress line in the way of a message (it is redrawn on its next update)."""
     line = _state["line"]

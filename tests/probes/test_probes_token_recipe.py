@@ -101,3 +101,18 @@ def test_the_train_block_answers_per_token_count():
     assert (cfg.epochs("fused"), cfg.epochs("fused", 93)) == (3, 4)   # the progress bar's total
     assert cfg.block("fused", 93).fusion_dim == 8 and cfg.block("fused", 93).tokens is None
     assert cfg.block("fused").tokens is None and cfg.block("echo", 93) is cfg.echo
+
+
+def test_batch_per_crop_scales_the_batch_with_the_records_crops():
+    plain = small_train_config(epochs=3)                 # batch_size 32
+    recipe = {**TOKEN_RECIPE, "epochs": 1, "batch_per_crop": True}
+    cfg = dataclasses.replace(plain, fused=dataclasses.replace(plain.fused, tokens=recipe))
+    assert [cfg.batch("fused", n) for n in (1, 16, 93, 186, 279)] == [32, 32, 32, 64, 96]
+    assert cfg.batch("concat", 186) == 32 and plain.batch("fused", 186) == 32
+    cohort = with_ecg_tokens(make_cohort(n=280, splits=(180, 40, 60)), 186)
+    fit = train_probe(probe_spec("fused"), cohort, cfg)
+    assert fit.steps == 3                                 # ceil(180 / 64) steps, one epoch
+    assert fit.extra["accelerator"] == "fused_tokens"     # any batch steps the same way
+    once = dataclasses.replace(cfg, fused=dataclasses.replace(
+        plain.fused, tokens={**recipe, "batch_per_crop": False}))
+    assert train_probe(probe_spec("fused"), cohort, once).steps == 6   # ceil(180 / 32)

@@ -16,7 +16,6 @@ LVEF: only ``threshold`` applies to it.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,15 +64,3 @@ class TargetConfig:
         """The block as JSON: ``column``, ``name``, ``unit``, ``range``, ``threshold``."""
         return {"column": self.column, "name": self.name, "unit": self.unit,
                 "range": [float(v) for v in self.range], "threshold": float(self.threshold)}
-
-
-def target_of(doc: dict[str, Any] | None, threshold: float | None = None) -> dict[str, Any]:
-    """The target a manifest's metadata or ``metrics/cohort.json`` records (``target``), else
-    the default LVEF one (with ``threshold`` when given, e.g. the metadata's ``ef_threshold``)."""
-    found = (doc or {}).get("target")
-    if isinstance(found, dict):
-        return {**TargetConfig().as_dict(), **found}
-    out = TargetConfig().as_dict()
-    if threshold is not None and math.isfinite(float(threshold)):
-        out["threshold"] = float(threshold)
-    return out

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, make_dataclass
 from typing import Any
 
+from rightsize.cohort.token_layout import crops
 from rightsize.params import require
 from rightsize.probe_names import PROBES, check_probe_list
 from rightsize.probes.models.concat import ConcatConfig
@@ -20,7 +21,7 @@ from rightsize.probes.registry import SPECS, spec
 DEVICES = ("cpu", "cuda", "auto")
 # Keys of a probe's block that shape its training, not its model: left out of its
 # architecture (:meth:`rightsize.probes.engine.estimator.Estimator.arch`, checkpoints)
-SCHEDULE_KEYS = ("epochs", "epochs_per_crop", "modality_dropout")
+SCHEDULE_KEYS = ("epochs", "epochs_per_crop", "batch_per_crop", "modality_dropout")
 # Keys of a probe's block resolved before the model is built (``train.fused.tokens``: the
 # overrides at N > 1 ECG tokens), also left out of its architecture
 INPUT_OVERRIDES = ("tokens",)
@@ -68,6 +69,14 @@ class TrainSettings:
         """Epochs of ``probe`` at ``ecg_tokens`` tokens (1 for a closed-form probe, whose block
         has no epochs)."""
         return int(getattr(self.block(probe, ecg_tokens), "epochs", 1))
+
+    def batch(self, probe: str, ecg_tokens: int = 1) -> int:
+        """Subjects per step of ``probe`` at ``ecg_tokens`` tokens: ``batch_size``, times the
+        record's 5-s crops where the probe's block sets ``batch_per_crop`` (HuBERT-ECG's
+        layout; x 1 at a count that is not whole crops)."""
+        if not getattr(self.block(probe, ecg_tokens), "batch_per_crop", False):
+            return self.batch_size
+        return self.batch_size * max(1, crops(ecg_tokens))
 
 
 @dataclass(frozen=True)

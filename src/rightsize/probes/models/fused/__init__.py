@@ -58,6 +58,7 @@ class FusedConfig:
     attn_scale: float = 1.0  # echo->ECG score multiplier (x 1/sqrt(head dim)): a sharper softmax
     lead_mix: float = 0.0   # HuBERT-ECG layout: + this x the same moment's mean over the 12 leads
     epochs_per_crop: bool = False   # HuBERT-ECG layout: epochs x the record's 5-s crops
+    batch_per_crop: bool = False    # HuBERT-ECG layout: train.batch_size x the record's 5-s crops
     tokens: dict[str, Any] | None = None   # this block's keys overridden at N > 1 ECG tokens
 
     def for_ecg_tokens(self, n_tokens: int) -> FusedConfig:

@@ -375,9 +375,10 @@ def _replica_by_replica(loss_backward: Any) -> Any:
     return trainer
 
 
-# lead_mix: part of the model's encode, which every trainer runs once per split
+# lead_mix: part of the model's encode, which every trainer runs once per split;
+# batch_per_crop: the loop's batch (any batch steps the same way)
 HANDLES = frozenset(("epochs", "fusion_dim", "heads", "hidden", "dropout", "modality_dropout",
-                     "lead_mix"))
+                     "lead_mix", "batch_per_crop"))
 POOLED = Accelerator(
     name="fused_pooled",
     precondition="fused probe with one ECG token per subject (pooled) and one fusion block",
