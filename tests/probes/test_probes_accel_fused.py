@@ -142,7 +142,7 @@ def test_token_training_step_equals_autograd_of_the_textbook_forward(rank, rows,
 CLAIMED = [  # (fusion_dim, heads, hidden, dropout)
     (8, 1, 4, 0.0), (8, 2, 16, 0.3), (16, 4, 4, 0.3), (16, 1, 16, 0.0), (24, 3, 8, 0.1)]
 # the loop's and the batch's, and encode's (the lead mix, before every trainer), not the step's
-NOT_IN_THE_STEP = {"epochs", "modality_dropout", "lead_mix"}
+NOT_IN_THE_STEP = {"epochs", "modality_dropout", "lead_mix", "batch_per_crop"}
 
 
 def test_the_claimed_grid_varies_every_key_the_pooled_accelerator_handles():
