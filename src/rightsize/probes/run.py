@@ -85,9 +85,9 @@ def train_and_evaluate(probe: str, manifest: str, cfg: TrainConfig, device: str,
     speed = fit_throughput(fit.flops, cfg.threads)
     hardware = hardware_stamp(cfg.threads, device)
     best = fit.best_epoch - 1
+    batch = cfg.batch(probe, n_tokens)
     config = {"seed": cfg.seed, "threads": cfg.threads, "device": device,
-              "batch_size": cfg.batch(probe, n_tokens), "lr": cfg.lr,
-              "weight_decay": cfg.weight_decay,
+              "batch_size": batch, "lr": cfg.lr, "weight_decay": cfg.weight_decay,
               "accelerate": cfg.accelerate, probe: asdict(cfg.block(probe, n_tokens))}
     summary = {
         "best_epoch": fit.best_epoch, "epochs": fit.epochs, "steps": fit.steps,
@@ -110,7 +110,7 @@ def train_and_evaluate(probe: str, manifest: str, cfg: TrainConfig, device: str,
     train = {
         "probe": probe, "params": sidecar["params"], "arch": fit.arch, **summary,
         "val": {"mae": fit.val_mae}, "train": {"mae": fit.train_mae},
-        "steps_per_epoch": fit.steps // fit.epochs, "batch_size": cfg.batch(probe, n_tokens),
+        "steps_per_epoch": fit.steps // fit.epochs, "batch_size": batch,
         "step_s": t_fit.seconds / fit.steps,
         "wall_clock_s": {"load": t_load.seconds, "train": t_fit.seconds,
                          "save": t_save.seconds, "total": total},

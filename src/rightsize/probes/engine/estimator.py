@@ -133,8 +133,8 @@ class Estimator:
             say(f"{self.name}: no accelerator, training autograd of the textbook forward "
                 f"({skipped})")
         block = self.config_for(arch["ecg_tokens"])
-        batch = self.cfg.batch(self.name, arch["ecg_tokens"])
-        cfg = self.cfg if batch == self.cfg.batch_size else replace(self.cfg, batch_size=batch)
+        # the batch this probe steps on at this input (train.batch_size, or x crops)
+        cfg = replace(self.cfg, batch_size=self.cfg.batch(self.name, arch["ecg_tokens"]))
         job = FitJob(self.name, arch, cfg, block, train, val, std, moments, seeds,
                      self.device, self.build)
         with accel.use(self.cfg.accelerate), self._runtime(acc):
@@ -146,7 +146,7 @@ class Estimator:
                 make_trainer = textbook_trainer
             trainer = make_trainer(job)
             t_loop = time.perf_counter()
-            reps = train_loop(trainer, len(train), batch, block.epochs,
+            reps = train_loop(trainer, len(train), cfg.batch_size, block.epochs,
                               self.name, seeds, runlog)
             t_loop = time.perf_counter() - t_loop
             del trainer       # its batches and optimizer state, before predicting the splits
@@ -155,7 +155,7 @@ class Estimator:
             if count_flops and (acc is None or acc.uses_torch):
                 from rightsize.probes.engine.flops import loop_flops
 
-                counted = loop_flops(make_trainer, job, batch, block.epochs)
+                counted = loop_flops(make_trainer, job, cfg.batch_size, block.epochs)
                 flops = None if counted is None else {**counted, "loop_s": t_loop}
             out = []
             for rep in reps:
